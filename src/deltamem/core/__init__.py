@@ -1,0 +1,1 @@
+"""Pure algorithm code: residual trees, retrieval maths, chain rendering. No I/O."""

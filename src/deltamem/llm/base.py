@@ -1,0 +1,132 @@
+"""The LLM client contract and the usage-counting base class.
+
+Every backend (OpenAI-compatible, local llama.cpp, record/replay, scripted)
+subclasses :class:`BaseLLM` and implements :meth:`BaseLLM._complete`; the base
+class validates arguments and counts calls and tokens per *purpose*.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from deltamem.errors import ConfigError
+from deltamem.types import Usage
+
+Message = Mapping[str, str]
+"""A chat message: ``{"role": "system"|"user"|"assistant", "content": "..."}``."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What one LLM call returned.
+
+    ``text`` is the raw output. When the call was made with ``choices``, it is
+    exactly one of them. Token counts come from the backend when it reports
+    them, else from a whitespace estimate (``estimated=True``).
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str = ""
+    estimated: bool = False
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """What agents and extractors need from an LLM.
+
+    ``complete`` sends chat ``messages`` and returns a :class:`Completion`.
+
+    * ``purpose`` (required) names why the call is made (``act``, ``extract``,
+      ``consolidate``, ``plan``, ...); usage is counted under it.
+    * ``schema``: a JSON schema the output must follow. Backends that can
+      enforce it (local grammar, OpenAI ``response_format``) do; others just
+      ask. The caller still validates the output.
+    * ``choices``: the output must be exactly one of these strings
+      (constrained action selection).
+    """
+
+    name: str
+    usage: Usage
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        purpose: str,
+        schema: Mapping[str, Any] | None = None,
+        choices: Sequence[str] | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Completion: ...
+
+
+def estimate_tokens(text: str) -> int:
+    """Whitespace token estimate, used where a backend reports no counts."""
+    return len(text.split())
+
+
+class BaseLLM(ABC):
+    """Validates arguments and counts usage per purpose; subclasses implement ``_complete``."""
+
+    name: str = "llm"
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self._lock = threading.Lock()
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        purpose: str,
+        schema: Mapping[str, Any] | None = None,
+        choices: Sequence[str] | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Completion:
+        if not purpose:
+            raise ConfigError("every LLM call needs a purpose (act, extract, consolidate, ...)")
+        if not messages:
+            raise ConfigError("complete() needs at least one message")
+        for m in messages:
+            if m.get("role") not in {"system", "user", "assistant"} or not isinstance(
+                m.get("content"), str
+            ):
+                raise ConfigError(f"malformed chat message: {m!r}")
+        if choices is not None:
+            choices = list(choices)
+            if not choices:
+                raise ConfigError("choices must not be empty")
+        if schema is not None and choices is not None:
+            raise ConfigError("give either schema or choices, not both")
+        out = self._complete(
+            messages, schema=schema, choices=choices, max_tokens=max_tokens,
+            temperature=temperature, purpose=purpose,
+        )
+        with self._lock:
+            self.usage.add(purpose, out.prompt_tokens, out.completion_tokens)
+        return out
+
+    @abstractmethod
+    def _complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: Mapping[str, Any] | None,
+        choices: Sequence[str] | None,
+        max_tokens: int,
+        temperature: float,
+        purpose: str,
+    ) -> Completion:
+        """Make the call. Arguments are already validated."""
+
+
+def prompt_text(messages: Sequence[Message]) -> str:
+    """All message contents joined (for token estimates and cache keys)."""
+    return "\n".join(m["content"] for m in messages)

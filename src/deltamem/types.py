@@ -1,0 +1,305 @@
+"""Core value types shared by every memory system, agent and environment.
+
+They are plain frozen dataclasses: cheap to build in tests, easy to serialise
+(:func:`to_dict` / ``from_dict`` helpers) and free of I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from deltamem.errors import InvalidInputError
+
+__all__ = [
+    "Change",
+    "Changes",
+    "Episode",
+    "Recall",
+    "RecallItem",
+    "Step",
+    "Task",
+    "Usage",
+    "UsageCount",
+]
+
+
+def new_id() -> str:
+    """A fresh random identifier (hex uuid4)."""
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task instance handed to an agent.
+
+    Attributes:
+        id: stable identifier of the task instance (game file, variation, ...).
+        goal: the goal text; DeltaMem queries its Task-Tree with it (paper §3.1).
+        scene: the environment-relevant text (room layout, product category, ...);
+            DeltaMem queries its Env-Tree with it. Empty means "use ``observation``".
+        domain: ``alfworld``, ``scienceworld``, ``webshop``, ``textworld`` or ``generic``.
+        split: the split the task was drawn from (``train``, ``seen``, ``unseen``, ...).
+        observation: the first observation of the episode.
+        max_steps: step cap for this task, if the environment sets one.
+        meta: free-form extra facts (task type for reports, never shown to memories
+            that must not see oracle labels).
+    """
+
+    id: str
+    goal: str
+    scene: str = ""
+    domain: str = "generic"
+    split: str = ""
+    observation: str = ""
+    max_steps: int | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def scene_text(self) -> str:
+        """The Env-Tree query: ``scene`` or, when empty, the first observation."""
+        return self.scene or self.observation
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "meta": dict(self.meta)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Task:
+        return cls(**{**data, "meta": dict(data.get("meta") or {})})
+
+
+@dataclass(frozen=True)
+class Step:
+    """One agent action and what the environment answered.
+
+    ``valid`` is False when the environment rejected the action (e.g. ALFWorld's
+    "Nothing happened."). ``admissible`` optionally lists the actions that were
+    admissible *before* this action was taken.
+    """
+
+    action: str
+    observation: str
+    reward: float = 0.0
+    done: bool = False
+    thought: str = ""
+    valid: bool = True
+    admissible: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "admissible": list(self.admissible)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Step:
+        return cls(**{**data, "admissible": tuple(data.get("admissible") or ())})
+
+
+@dataclass
+class UsageCount:
+    """Calls and tokens for one purpose."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class Usage:
+    """LLM calls and tokens counted by purpose (``act``, ``extract``, ``consolidate``, ...)."""
+
+    by_purpose: dict[str, UsageCount] = field(default_factory=dict)
+
+    def add(self, purpose: str, prompt_tokens: int, completion_tokens: int, calls: int = 1) -> None:
+        c = self.by_purpose.setdefault(purpose, UsageCount())
+        c.calls += calls
+        c.prompt_tokens += prompt_tokens
+        c.completion_tokens += completion_tokens
+
+    def merge(self, other: Usage) -> None:
+        for purpose, c in other.by_purpose.items():
+            self.add(purpose, c.prompt_tokens, c.completion_tokens, c.calls)
+
+    def snapshot(self) -> Usage:
+        out = Usage()
+        out.merge(self)
+        return out
+
+    def since(self, earlier: Usage) -> Usage:
+        """Usage accumulated after ``earlier`` (a snapshot of this object)."""
+        out = Usage()
+        for purpose, c in self.by_purpose.items():
+            e = earlier.by_purpose.get(purpose, UsageCount())
+            d = (c.calls - e.calls, c.prompt_tokens - e.prompt_tokens,
+                 c.completion_tokens - e.completion_tokens)
+            if any(d):
+                out.add(purpose, d[1], d[2], d[0])
+        return out
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(c.total_tokens for c in self.by_purpose.values())
+
+    @property
+    def calls(self) -> int:
+        return sum(c.calls for c in self.by_purpose.values())
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        return {p: asdict(c) for p, c in sorted(self.by_purpose.items())}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Mapping[str, int]]) -> Usage:
+        return cls({p: UsageCount(**c) for p, c in data.items()})
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A finished episode: the task, the steps taken and the outcome.
+
+    Use :meth:`validate` (memories call it in ``learn``) to reject malformed
+    episodes before anything is written.
+    """
+
+    task: Task
+    steps: tuple[Step, ...]
+    success: bool
+    reward: float
+    max_steps: int | None = None
+    usage: Usage = field(default_factory=Usage)
+    id: str = field(default_factory=new_id)
+
+    def validate(self) -> None:
+        """Raise :class:`InvalidInputError` if the episode cannot be learned from."""
+        if not isinstance(self.task, Task):
+            raise InvalidInputError("episode.task must be a Task")
+        if not self.task.goal.strip():
+            raise InvalidInputError(f"task {self.task.id!r} has an empty goal")
+        if not self.steps:
+            raise InvalidInputError(f"episode of task {self.task.id!r} has an empty trajectory")
+        if not isinstance(self.reward, int | float) or not math.isfinite(self.reward):
+            raise InvalidInputError(f"episode reward must be a finite number, got {self.reward!r}")
+        for i, s in enumerate(self.steps):
+            if not isinstance(s, Step):
+                raise InvalidInputError(f"step {i} is not a Step")
+            if not isinstance(s.reward, int | float) or not math.isfinite(s.reward):
+                raise InvalidInputError(f"step {i} reward must be finite, got {s.reward!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "task": self.task.to_dict(),
+            "steps": [s.to_dict() for s in self.steps],
+            "success": self.success,
+            "reward": self.reward,
+            "max_steps": self.max_steps,
+            "usage": self.usage.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Episode:
+        return cls(
+            task=Task.from_dict(data["task"]),
+            steps=tuple(Step.from_dict(s) for s in data["steps"]),
+            success=bool(data["success"]),
+            reward=float(data["reward"]),
+            max_steps=data.get("max_steps"),
+            usage=Usage.from_dict(data.get("usage") or {}),
+            id=data.get("id") or new_id(),
+        )
+
+
+@dataclass(frozen=True)
+class RecallItem:
+    """One piece of recalled memory, with where it came from and its score.
+
+    ``source`` names the structure (``task``/``env`` tree, ``lessons``, ...);
+    ``id`` is the stored unit's id; ``role`` says how it is shown (``base``,
+    ``delta``, ``warning``, ``exemplar``, ...).
+    """
+
+    source: str
+    id: str
+    text: str
+    score: float | None = None
+    role: str = ""
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What a memory returns for a task: prompt text plus the structure behind it.
+
+    ``text`` is what goes into the agent prompt (memory header included), or
+    ``""`` when nothing was recalled. ``details`` carries system-specific facts
+    that ``learn`` needs again (DeltaMem keeps each tree's best match there) and
+    that reports show; it must be JSON-serialisable.
+    """
+
+    text: str = ""
+    items: tuple[RecallItem, ...] = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not self.text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "items": [asdict(i) for i in self.items],
+                "details": dict(self.details)}
+
+
+ChangeKind = Literal["written", "skipped", "rejected", "hit", "consolidated", "unchanged"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One thing ``learn`` did (or decided not to do) and why."""
+
+    kind: ChangeKind
+    source: str
+    reason: str
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class Changes:
+    """Everything one ``learn`` call did, in order."""
+
+    items: tuple[Change, ...] = ()
+
+    def of(self, kind: ChangeKind) -> list[Change]:
+        return [c for c in self.items if c.kind == kind]
+
+    @property
+    def written(self) -> list[Change]:
+        return self.of("written")
+
+    @property
+    def skipped(self) -> list[Change]:
+        return self.of("skipped")
+
+    @property
+    def rejected(self) -> list[Change]:
+        return self.of("rejected")
+
+    @property
+    def consolidated(self) -> list[Change]:
+        return self.of("consolidated")
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return [asdict(c) for c in self.items]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.items)
+
+
+def as_steps(pairs: Sequence[tuple[str, str]]) -> tuple[Step, ...]:
+    """Build steps from ``(action, observation)`` pairs (convenience for tests/docs)."""
+    return tuple(Step(action=a, observation=o) for a, o in pairs)
