@@ -1,0 +1,233 @@
+"""Residual trees (paper §3.2–3.3): node schema, global failure-penalised match, attachment.
+
+Pure code: no I/O, no embedder, no LLM. A :class:`ResidualTree` holds the nodes
+of one tree (Task-Tree or Env-Tree) plus a contiguous float32 matrix of their
+normalised trigger embeddings, so a query is one matrix-vector product.
+
+Equations implemented here:
+
+* Eq. 3 — :class:`Node` ⟨type, label, d(v), c(v), e_v, P⟩ (``kind``, ``label``,
+  ``depth``, ``success_hits``, ``embedding``, ``payload``).
+* Eq. 6 — :meth:`ResidualTree.match`: s(v) = cos(e_q, e_v) − ε·𝟙[label = FAILURE],
+  arg-max over *every* node of the tree, accepted iff s(v*) ≥ τ.
+* Eq. 4 — :meth:`Match.warm`: ROOT when no accepted match (cold start),
+  RESIDUAL otherwise (warm start).
+* Eq. 5 — :meth:`ResidualTree.attachment`: ROOT → virtual root r0;
+  RESIDUAL → v* if d(v*) < D_max else parent(v*).
+* Eq. 7 — :meth:`ResidualTree.chain`: the root → v path.
+
+Depth convention: the virtual root r0 has depth 0, roots depth 1, so with
+D_max = 5 no node is ever deeper than 5.
+
+Tie rule (Eq. 6 leaves it open): among nodes with exactly equal score the
+shallower node wins, then the most recently inserted one (largest ``seq``).
+Shallower-first makes a consolidated root R* (which copies v's embedding)
+win over v itself, which is what §3.5 Phase 3 describes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from deltamem.core.payload import ChainEntry, Kind, Label, Payload, TreeName
+
+VIRTUAL_ROOT_DEPTH = 0
+
+
+@dataclass(frozen=True)
+class Node:
+    """One memory node (Eq. 3).
+
+    Attributes:
+        id: unique id.
+        tree: ``task`` or ``env``.
+        kind: ``ROOT`` or ``RESIDUAL`` (type in the paper).
+        label: ``SUCCESS`` or ``FAILURE``: outcome of the episode that wrote it.
+        parent: parent id; ``None`` means the virtual root r0 (only for ROOTs).
+        depth: d(v); 1 for roots.
+        success_hits: c(v), successful episodes whose match was this node.
+        consolidated: the root→v chain has been distilled into a new root.
+        trigger: the text whose embedding is ``embedding`` (the episode's query).
+        embedding: e_v, unit-norm float32 vector.
+        payload: P (a full skill/knowledge for roots, a delta ΔP for residuals).
+        seq: insertion order inside the bank (assigned by the store).
+        origin: ``extracted`` or ``consolidated`` (a root made by Eq. 8).
+        source: for consolidated roots, the id of the node v whose chain was fused.
+        episode_id: the episode that produced the node.
+        created_at: UNIX time of creation.
+    """
+
+    id: str
+    tree: TreeName
+    kind: Kind
+    label: Label
+    parent: str | None
+    depth: int
+    trigger: str
+    embedding: np.ndarray = field(repr=False, compare=False)
+    payload: Payload
+    success_hits: int = 0
+    consolidated: bool = False
+    seq: int = 0
+    origin: str = "extracted"
+    source: str | None = None
+    episode_id: str = ""
+    created_at: float = 0.0
+
+    def entry(self) -> ChainEntry:
+        return ChainEntry(self.kind, self.label, self.payload)
+
+
+@dataclass(frozen=True)
+class Match:
+    """Outcome of one global scan (Eq. 6).
+
+    ``node_id``/``score`` describe the best node v* (``None`` on an empty tree);
+    ``accepted`` is ``score >= tau``.
+    """
+
+    node_id: str | None
+    score: float | None
+    tau: float
+    accepted: bool
+
+    @property
+    def warm(self) -> bool:
+        """Eq. 4: a warm start writes a RESIDUAL, a cold start a ROOT."""
+        return self.accepted
+
+    def to_dict(self) -> dict[str, object]:
+        return {"node_id": self.node_id, "score": self.score, "tau": self.tau,
+                "accepted": self.accepted}
+
+
+class ResidualTree:
+    """The nodes of one tree and the matrix used to score them.
+
+    Nodes are added with :meth:`add` (ids must be new) and updated with
+    :meth:`replace`; nothing is ever removed (memories are non-destructive).
+    """
+
+    def __init__(self, name: TreeName, dim: int, nodes: Iterable[Node] = ()) -> None:
+        self.name = name
+        self.dim = dim
+        self._nodes: dict[str, Node] = {}
+        self._row: dict[str, int] = {}
+        self._ids: list[str] = []
+        cap = 16
+        self._emb = np.zeros((cap, dim), dtype=np.float32)
+        self._fail = np.zeros(cap, dtype=np.float32)
+        self._depth = np.zeros(cap, dtype=np.int64)
+        self._seq = np.zeros(cap, dtype=np.int64)
+        for n in sorted(nodes, key=lambda n: n.seq):
+            self.add(n)
+
+    # -- container -------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._nodes
+
+    def __iter__(self) -> Iterator[Node]:
+        return (self._nodes[i] for i in self._ids)
+
+    def get(self, node_id: str) -> Node:
+        return self._nodes[node_id]
+
+    def children(self, node_id: str | None) -> list[Node]:
+        """Children of ``node_id`` (``None``: the roots), in insertion order."""
+        return [n for n in self if n.parent == node_id]
+
+    def add(self, node: Node) -> None:
+        """Append a node; its parent must already be in the tree (or be r0)."""
+        if node.id in self._nodes:
+            raise ValueError(f"node {node.id!r} already in the {self.name} tree")
+        if node.tree != self.name:
+            raise ValueError(f"node {node.id!r} belongs to the {node.tree} tree")
+        if node.parent is not None and node.parent not in self._nodes:
+            raise ValueError(f"parent {node.parent!r} of node {node.id!r} is unknown")
+        emb = np.asarray(node.embedding, dtype=np.float32).reshape(-1)
+        if emb.shape[0] != self.dim:
+            raise ValueError(f"node {node.id!r} has dimension {emb.shape[0]}, tree has {self.dim}")
+        n = len(self._ids)
+        if n == self._emb.shape[0]:
+            self._grow()
+        self._emb[n] = emb
+        self._fail[n] = 1.0 if node.label == "FAILURE" else 0.0
+        self._depth[n] = node.depth
+        self._seq[n] = node.seq
+        self._row[node.id] = n
+        self._ids.append(node.id)
+        self._nodes[node.id] = node
+
+    def replace(self, node: Node) -> None:
+        """Update the mutable fields (hits, consolidated) of an existing node."""
+        old = self._nodes[node.id]
+        self._nodes[node.id] = replace(
+            old, success_hits=node.success_hits, consolidated=node.consolidated
+        )
+
+    def _grow(self) -> None:
+        cap = self._emb.shape[0] * 2
+        for attr in ("_emb", "_fail", "_depth", "_seq"):
+            old = getattr(self, attr)
+            new = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
+            new[: old.shape[0]] = old
+            setattr(self, attr, new)
+
+    # -- Eq. 6 -----------------------------------------------------------
+    def scores(self, query: np.ndarray, epsilon: float) -> np.ndarray:
+        """s(v) for every node, in insertion order (Eq. 6)."""
+        n = len(self._ids)
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        return self._emb[:n] @ q - np.float32(epsilon) * self._fail[:n]
+
+    def match(self, query: np.ndarray, tau: float, epsilon: float) -> Match:
+        """Global arg-max of s(v) over every node, accepted iff s(v*) ≥ τ (Eq. 6).
+
+        ``query`` must be unit-norm (cosine = dot product). Ties: see module doc.
+        """
+        if not self._ids:
+            return Match(None, None, tau, False)
+        s = self.scores(query, epsilon)
+        best = s.max()
+        cand = np.flatnonzero(s == best)
+        if cand.size > 1:
+            n = len(self._ids)
+            depth, seq = self._depth[:n][cand], self._seq[:n][cand]
+            # lexsort: last key is primary → depth ascending, then seq descending
+            cand = cand[np.lexsort((-seq, depth))]
+        row = int(cand[0])
+        score = float(best)
+        return Match(self._ids[row], score, tau, score >= tau)
+
+    # -- Eq. 5 / Eq. 7 ----------------------------------------------------
+    def attachment(self, match: Match, d_max: int) -> tuple[str | None, int]:
+        """(parent id, depth) for a new node given the match (Eq. 4–5)."""
+        if not match.accepted or match.node_id is None:
+            return None, 1
+        v = self._nodes[match.node_id]
+        if v.depth < d_max:
+            return v.id, v.depth + 1
+        return v.parent, v.depth  # sibling of v*
+
+    def chain(self, node_id: str) -> list[Node]:
+        """The root → ``node_id`` path (Eq. 7), root first."""
+        path: list[Node] = []
+        cur: str | None = node_id
+        while cur is not None:
+            node = self._nodes[cur]
+            path.append(node)
+            cur = node.parent
+        path.reverse()
+        return path
+
+    def depth_histogram(self) -> dict[int, int]:
+        hist: dict[int, int] = {}
+        for n in self:
+            hist[n.depth] = hist.get(n.depth, 0) + 1
+        return dict(sorted(hist.items()))

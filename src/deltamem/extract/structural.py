@@ -1,0 +1,332 @@
+"""A deterministic, LLM-free extractor (the zero-cost option and the tests' default).
+
+It follows the paper's extraction rules (§3.4) with plain text processing:
+
+* task roots abstract the episode: instance numbers are dropped ("cabinet 3" →
+  "cabinet") and goal entities become placeholders ({A}, {B}, ...);
+* residual successes keep only the abstract steps the retrieved chain does not
+  already contain, and answer *skip* when there are none;
+* failure records list the failed actions with the environment's answers
+  ([FAILED]) and admissible actions never tried ([UNEXPLORED]); a residual
+  failure skips when the chain already records exactly those failures;
+* environment knowledge collects object → place facts read from observations
+  ("On the countertop 1, you see a apple 1, ...") and receptacle behaviour
+  ("The fridge 1 is closed."); residuals keep only new facts;
+* consolidation (Eq. 8) concatenates the chain, dropping repeated lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from deltamem.core.payload import ChainEntry, Payload, TreeName
+from deltamem.domains import get_domain
+from deltamem.extract.base import Role
+from deltamem.types import Episode, Step
+
+MAX_ACTIVATION = 400
+MAX_PROCEDURE = 2000
+MAX_STEPS_LISTED = 40
+
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "to",
+        "in",
+        "on",
+        "at",
+        "of",
+        "for",
+        "from",
+        "with",
+        "and",
+        "or",
+        "into",
+        "onto",
+        "some",
+        "it",
+        "its",
+        "your",
+        "you",
+        "is",
+        "are",
+        "be",
+        "then",
+        "that",
+        "this",
+        "these",
+        "those",
+        "put",
+        "place",
+        "find",
+        "look",
+        "use",
+        "take",
+        "get",
+        "go",
+        "two",
+        "one",
+        "any",
+        "all",
+    ]
+)
+_NUM = re.compile(r"\b([A-Za-z][\w-]*) \d+\b")
+_SEE = re.compile(r"(?:on|in) (?:the )?([a-z][a-z -]*?)(?: \d+)?, you see ([^.]*)", re.IGNORECASE)
+_AROUND = re.compile(r"around you, you see ([^.]*)", re.IGNORECASE)
+_IN_IT = re.compile(r"in it, you see ([^.]*)", re.IGNORECASE)
+_TARGET = re.compile(r"^(?:go to|open|teleport to|move to|look in|examine) (?:the )?(.+)$")
+_STATE = re.compile(r"the ([a-z][a-z -]*?)(?: \d+)? is (closed|open|locked|on|off)\b", re.I)
+_INVALID_HINTS = (
+    "nothing happened",
+    "no known action",
+    "can't",
+    "cannot",
+    "not possible",
+    "you don't",
+    "i don't understand",
+    "doesn't",
+)
+
+
+def abstract_text(text: str) -> str:
+    """Drop instance numbers ("cabinet 3" → "cabinet") and collapse spaces."""
+    return " ".join(_NUM.sub(r"\1", text).split())
+
+
+def _split_items(listing: str) -> list[str]:
+    items = re.split(r",\s*|\s+and\s+", listing)
+    out = []
+    for it in items:
+        it = re.sub(r"^(?:and\s+)?(?:an?|the|some)\s+", "", it.strip(), flags=re.I)
+        it = abstract_text(it).strip(" .")
+        if it and it.lower() not in {"nothing", "none"}:
+            out.append(it.lower())
+    return out
+
+
+def _is_invalid(step: Step) -> bool:
+    if not step.valid:
+        return True
+    obs = step.observation.strip().lower()
+    return any(obs.startswith(h) for h in _INVALID_HINTS)
+
+
+class _Placeholders:
+    """Goal entities → {A}, {B}, ... (entities are goal words used in actions)."""
+
+    def __init__(self, goal: str, actions: Sequence[str]) -> None:
+        used = " ".join(actions).lower()
+        words = re.findall(r"[a-z][a-z-]+", goal.lower())
+        self.mapping: dict[str, str] = {}
+        for w in words:
+            if w in _STOP or w in self.mapping or len(w) < 3:
+                continue
+            if re.search(rf"\b{re.escape(w)}\b", used) and not _is_verb(w, actions):
+                self.mapping[w] = "{" + chr(ord("A") + len(self.mapping)) + "}"
+            if len(self.mapping) == 6:
+                break
+
+    def apply(self, text: str) -> str:
+        out = abstract_text(text)
+        for w, ph in self.mapping.items():
+            out = re.sub(rf"\b{re.escape(w)}s?\b", ph, out, flags=re.I)
+        return out
+
+    def legend(self) -> str:
+        return ", ".join(f"{ph} = e.g. {w}" for w, ph in self.mapping.items())
+
+
+def _is_verb(word: str, actions: Sequence[str]) -> bool:
+    return any(a.lower().split()[:1] == [word] for a in actions if a.strip())
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def _numbered(lines: Sequence[str]) -> str:
+    return "\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1))
+
+
+def _strip_number(line: str) -> str:
+    return re.sub(r"^\s*(?:\d+\.|[-+*])\s*", "", line).strip().lower()
+
+
+def _chain_lines(chain: Sequence[ChainEntry]) -> set[str]:
+    lines: set[str] = set()
+    for e in chain:
+        for part in (e.payload.procedure, e.payload.activation):
+            for line in part.splitlines():
+                s = _strip_number(line)
+                if s:
+                    lines.add(s)
+    return lines
+
+
+class StructuralExtractor:
+    """Deterministic :class:`~deltamem.extract.base.Extractor` (no LLM, no cost)."""
+
+    name = "structural"
+
+    def extract(
+        self, role: Role, episode: Episode, chain: Sequence[ChainEntry], domain: str
+    ) -> Payload | None:
+        get_domain(domain)
+        if role == "task_root_success":
+            return self._skill(episode, chain=())
+        if role == "task_residual_success":
+            return self._skill(episode, chain=chain)
+        if role == "task_root_failure":
+            return self._failure(episode, chain=())
+        if role == "task_residual_failure":
+            return self._failure(episode, chain=chain)
+        if role == "env_root":
+            return self._knowledge(episode, chain=())
+        if role == "env_residual":
+            return self._knowledge(episode, chain=chain)
+        raise ValueError(f"unknown extraction role {role!r}")
+
+    # -- task tree -----------------------------------------------------------
+    def _skill(self, ep: Episode, chain: Sequence[ChainEntry]) -> Payload | None:
+        valid = [s.action for s in ep.steps if not _is_invalid(s)]
+        ph = _Placeholders(ep.task.goal, valid)
+        steps: list[str] = []
+        for a in valid:
+            line = ph.apply(a)
+            if not steps or steps[-1] != line:
+                steps.append(line)
+        steps = steps[:MAX_STEPS_LISTED]
+        goal = ph.apply(ep.task.goal)
+        legend = ph.legend()
+        activation = f"Tasks of the form: {goal}" + (f" ({legend})" if legend else "")
+        last = steps[-1] if steps else "the final action"
+        termination = f"The environment reports the task done after: {last}"
+        if chain:
+            known = _chain_lines(chain)
+            new = [s for s in steps if s.lower() not in known]
+            if not new:
+                return None  # the chain already covers every step: skip
+            return Payload(
+                _clip(f"Variant of the base skill: {goal}", MAX_ACTIVATION),
+                _clip("Extra steps not in the base:\n" + _numbered(new), MAX_PROCEDURE),
+                termination,
+            )
+        return Payload(
+            _clip(activation, MAX_ACTIVATION),
+            _clip(_numbered(steps) or "(no valid action)", MAX_PROCEDURE),
+            termination,
+        )
+
+    def _failure(self, ep: Episode, chain: Sequence[ChainEntry]) -> Payload | None:
+        tried = {abstract_text(s.action).lower() for s in ep.steps}
+        failed = [
+            f"{abstract_text(s.action)} -> {abstract_text(s.observation)[:120]}"
+            for s in ep.steps
+            if _is_invalid(s)
+        ]
+        tail = [
+            f"{abstract_text(s.action)} -> {abstract_text(s.observation)[:120]}"
+            for s in ep.steps[-3:]
+        ]
+        failed_lines = list(dict.fromkeys(failed[:6] + tail))
+        if chain:
+            known = _chain_lines(chain)
+            if all(_strip_number(f) in known for f in failed_lines):
+                return None  # exactly the same failure is already recorded: skip
+        unexplored: list[str] = []
+        for s in ep.steps:
+            for a in s.admissible:
+                aa = abstract_text(a).lower()
+                if aa not in tried and aa not in unexplored:
+                    unexplored.append(aa)
+        procedure = "[FAILED]:\n" + "\n".join(f"- {f}" for f in failed_lines)
+        procedure += "\n[UNEXPLORED]:\n" + (
+            "\n".join(f"- {u}" for u in unexplored[:6]) or "- (no alternatives were listed)"
+        )
+        reached = len(ep.steps)
+        activation = (
+            f"Attempts at: {abstract_text(ep.task.goal)} -- failed after {reached} steps "
+            f"(reward {ep.reward:g})"
+        )
+        return Payload(_clip(activation, MAX_ACTIVATION), _clip(procedure, MAX_PROCEDURE), "")
+
+    # -- env tree --------------------------------------------------------------
+    def _facts(self, ep: Episode) -> list[str]:
+        facts: list[str] = []
+        first = ep.task.observation or ep.task.scene
+        texts = [("", first)] + [(s.action, s.observation) for s in ep.steps]
+        for action, obs in texts:
+            target = None
+            m = _TARGET.match(abstract_text(action).lower())
+            if m:
+                target = m.group(1)
+            for place, listing in _SEE.findall(obs):
+                place = abstract_text(place).lower().strip()
+                if place.startswith("middle of"):
+                    items = _split_items(listing)
+                    if items:
+                        facts.append("places here: " + ", ".join(dict.fromkeys(items)))
+                    continue
+                for item in _split_items(listing):
+                    facts.append(f"{item}: found in/on {place}")
+            for listing in _AROUND.findall(obs):
+                items = _split_items(listing)
+                if items:
+                    facts.append("places here: " + ", ".join(dict.fromkeys(items)))
+            if target:
+                for listing in _IN_IT.findall(obs):
+                    for item in _split_items(listing):
+                        facts.append(f"{item}: found in/on {target}")
+            for place, state in _STATE.findall(obs):
+                if state.lower() in ("closed", "locked"):
+                    facts.append(
+                        f"{abstract_text(place).lower()}: starts {state.lower()}; "
+                        "open it before taking or putting things"
+                    )
+            if action and _is_invalid(Step(action=action, observation=obs)):
+                facts.append(f"pitfall: '{abstract_text(action)}' had no effect")
+        return list(dict.fromkeys(facts))
+
+    def _knowledge(self, ep: Episode, chain: Sequence[ChainEntry]) -> Payload | None:
+        facts = self._facts(ep)
+        scene = abstract_text(ep.task.scene_text)[:240]
+        if chain:
+            known = _chain_lines(chain)
+            facts = [f for f in facts if f.lower() not in known]
+            if not facts:
+                return None
+            facts = facts[:8]
+        if not facts:
+            facts = ["(no object locations were observed)"]
+        procedure = "\n".join(f"- {f}" for f in facts[:30])
+        return Payload(
+            _clip(f"Applicable in scenes like: {scene}", MAX_ACTIVATION),
+            _clip(procedure, MAX_PROCEDURE),
+            "When the needed objects and places are known.",
+        )
+
+    # -- consolidation (Eq. 8) -----------------------------------------------------
+    def consolidate(self, tree: TreeName, chain: Sequence[ChainEntry], domain: str) -> Payload:
+        get_domain(domain)
+        if not chain:
+            raise ValueError("cannot consolidate an empty chain")
+        seen: set[str] = set()
+        lines: list[str] = []
+        for e in chain:
+            for line in e.payload.procedure.splitlines():
+                key = _strip_number(line)
+                if not key or key in seen or key.startswith("extra steps not in"):
+                    continue
+                seen.add(key)
+                prefix = "[WARN] " if e.label == "FAILURE" and not line.startswith("[") else ""
+                lines.append(prefix + line.strip())
+        activation = chain[0].payload.activation
+        termination = next(
+            (e.payload.termination for e in reversed(chain) if e.payload.termination), ""
+        )
+        return Payload(
+            _clip(activation, MAX_ACTIVATION), _clip("\n".join(lines), MAX_PROCEDURE), termination
+        )

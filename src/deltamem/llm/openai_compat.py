@@ -1,0 +1,342 @@
+"""An OpenAI-compatible chat backend (OpenAI, DeepSeek, vLLM, Ollama, llama.cpp server, ...).
+
+Contract:
+
+* Configuration is stored by the constructor; the ``openai`` client is built on
+  the first call (so a missing key is reported when the backend is first used).
+* ``base_url`` comes from the argument, else ``$OPENAI_BASE_URL``, else the
+  OpenAI default. The key comes from ``$<api_key_env>``. If the key is missing
+  and ``base_url`` points at this machine (``localhost``, ``127.0.0.1``, ``::1``,
+  ``0.0.0.0``, ``*.localhost``), the placeholder key ``"local"`` is sent, since
+  local servers (Ollama, vLLM, llama.cpp) do not check it. Otherwise a missing
+  key raises :class:`~deltamem.errors.LLMUnavailableError` naming the variable.
+* The ``openai`` client's own retries are disabled. We retry timeouts,
+  connection errors, HTTP 429 and 5xx with exponential backoff and jitter
+  (``backoff * 2**attempt`` seconds scaled by a random factor in [0.5, 1.5],
+  at least the server's ``Retry-After`` when given, at most 60 s), up to
+  ``max_retries`` retries after the first try. Any other 4xx fails at once.
+  Failure raises :class:`~deltamem.errors.LLMError` with the status and message.
+* ``schema`` is sent as ``response_format={"type": "json_schema", ...,
+  "strict": True}`` when ``use_json_schema``. If the server answers 400 about
+  ``response_format``/``json_schema``, the client switches (for this and every
+  later call, with a logged warning) to ``{"type": "json_object"}`` and puts the
+  schema in a system message instead; the caller must validate the output.
+* ``choices`` is sent as the schema ``{"action": enum[choices]}``; the returned
+  text is always one of ``choices`` (see :func:`closest_choice`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from deltamem.errors import ConfigError, LLMError, LLMUnavailableError
+from deltamem.llm.base import BaseLLM, Completion, Message, estimate_tokens, prompt_text
+
+log = logging.getLogger(__name__)
+
+LOCAL_PLACEHOLDER_KEY = "local"
+"""Key sent to a server on this machine when no key is set (local servers ignore it)."""
+
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+_MAX_DELAY = 60.0
+_RETRY_STATUS_MIN = 500
+
+
+def is_local_url(url: str | None) -> bool:
+    """True when ``url`` names this machine (``localhost``, loopback, ``*.localhost``)."""
+    if not url:
+        return False
+    host = (urlsplit(url).hostname or "").lower()
+    return host in _LOCAL_HOSTS or host.endswith(".localhost") or host.startswith("127.")
+
+
+def _normalize(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def closest_choice(raw: str, choices: Sequence[str]) -> str:
+    """Map a model answer onto ``choices``; the result is always one of them.
+
+    The rule, in order (first match wins, ties go to the earliest choice):
+
+    1. ``raw`` is a choice;
+    2. ``raw`` equals a choice after stripping, collapsing whitespace and casefolding;
+    3. the choice with the highest ``difflib.SequenceMatcher`` ratio to ``raw``
+       (both normalised as in 2).
+    """
+    if not choices:
+        raise ConfigError("closest_choice needs at least one choice")
+    if raw in choices:
+        return raw
+    norm = _normalize(raw)
+    for c in choices:
+        if _normalize(c) == norm:
+            return c
+    best, best_ratio = choices[0], -1.0
+    for c in choices:
+        ratio = difflib.SequenceMatcher(None, norm, _normalize(c), autojunk=False).ratio()
+        if ratio > best_ratio:
+            best, best_ratio = c, ratio
+    return best
+
+
+def choice_schema(choices: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema used for constrained selection: ``{"action": one of choices}``."""
+    return {
+        "type": "object",
+        "properties": {"action": {"type": "string", "enum": list(choices)}},
+        "required": ["action"],
+        "additionalProperties": False,
+    }
+
+
+def _schema_name(schema: Mapping[str, Any]) -> str:
+    title = schema.get("title")
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", title)[:64] if isinstance(title, str) else ""
+    return name or "output"
+
+
+class OpenAICompatLLM(BaseLLM):
+    """Chat completions through any OpenAI-compatible HTTP server.
+
+    Args:
+        model: model name sent to the server (``gpt-4o-mini``, ``deepseek-chat``, ...).
+        base_url: server URL (``http://localhost:11434/v1``); default ``$OPENAI_BASE_URL``
+            or OpenAI's endpoint.
+        api_key_env: environment variable holding the key.
+        timeout: seconds per HTTP request.
+        max_retries: retries after the first try on transient failures (>= 0).
+        backoff: base delay in seconds of the exponential backoff.
+        http_client: an ``httpx`` client handed to ``openai.OpenAI`` (tests use a
+            mock transport; proxies and custom TLS go here too).
+        use_json_schema: ask for ``json_schema`` structured output first; when
+            False, use ``json_object`` mode from the start.
+
+    ``sleep`` (attribute) is the function used to wait between tries; tests replace it.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 60,
+        max_retries: int = 5,
+        backoff: float = 1.0,
+        http_client: Any = None,
+        use_json_schema: bool = True,
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.http_client = http_client
+        self.use_json_schema = use_json_schema
+        self.name = f"openai:{model}"
+        self.sleep: Callable[[float], None] = time.sleep
+        self._rng = random.Random()
+        self._json_schema_ok = use_json_schema
+        self._client: Any = None
+
+    # -- setup -------------------------------------------------------------------------------
+
+    def _get_client(self) -> Any:
+        if self._client is not None:
+            return self._client
+        if not self.model:
+            raise ConfigError("OpenAICompatLLM needs a model name")
+        if self.max_retries < 0 or self.backoff < 0 or self.timeout <= 0:
+            raise ConfigError("max_retries and backoff must be >= 0 and timeout > 0")
+        try:
+            import openai
+        except ImportError as e:  # pragma: no cover - openai is a core dependency
+            raise LLMUnavailableError("the 'openai' package is not installed") from e
+        base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        key = os.environ.get(self.api_key_env, "")
+        if not key:
+            if not is_local_url(base_url):
+                where = base_url or "the OpenAI API"
+                raise LLMUnavailableError(
+                    f"no API key for {where}: set the environment variable {self.api_key_env}"
+                )
+            key = LOCAL_PLACEHOLDER_KEY
+        kwargs: dict[str, Any] = {
+            "api_key": key, "timeout": self.timeout, "max_retries": 0,
+        }
+        if base_url:
+            kwargs["base_url"] = base_url
+        if self.http_client is not None:
+            kwargs["http_client"] = self.http_client
+        self._client = openai.OpenAI(**kwargs)
+        return self._client
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def _complete(self, messages, *, schema, choices, max_tokens, temperature, purpose):
+        client = self._get_client()
+        target = choice_schema(choices) if choices is not None else schema
+        while True:
+            use_schema = self._json_schema_ok
+            request = self._build_request(messages, target, max_tokens, temperature, use_schema)
+            try:
+                response = self._send(client, request, purpose)
+                break
+            except _ResponseFormatRejected as e:
+                if not use_schema:
+                    raise LLMError(
+                        f"{self.name}: server rejected response_format json_object "
+                        f"(purpose {purpose!r}): {e}"
+                    ) from e
+                log.warning(
+                    "%s: server rejected json_schema response_format (%s); "
+                    "using json_object mode from now on", self.name, e,
+                )
+                self._json_schema_ok = False
+        return self._to_completion(response, messages, choices, purpose)
+
+    def _build_request(
+        self,
+        messages: Sequence[Message],
+        target: Mapping[str, Any] | None,
+        max_tokens: int,
+        temperature: float,
+        use_schema: bool,
+    ) -> dict[str, Any]:
+        msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
+        request: dict[str, Any] = {
+            "model": self.model, "messages": msgs,
+            "max_tokens": max_tokens, "temperature": temperature,
+        }
+        if target is None:
+            return request
+        if use_schema:
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": _schema_name(target), "schema": dict(target),
+                                "strict": True},
+            }
+        else:
+            request["response_format"] = {"type": "json_object"}
+            msgs.append({
+                "role": "system",
+                "content": "Reply with a single JSON object that follows this JSON schema:\n"
+                + json.dumps(target, ensure_ascii=False),
+            })
+        return request
+
+    def _send(self, client: Any, request: dict[str, Any], purpose: str) -> Any:
+        import openai
+
+        attempts = self.max_retries + 1
+        for attempt in range(attempts):
+            try:
+                return client.chat.completions.create(**request)
+            except openai.APIStatusError as e:
+                status = e.status_code
+                if status == 400 and "response_format" in request and _about_format(e):
+                    raise _ResponseFormatRejected(_message(e)) from e
+                retryable = status == 429 or status >= _RETRY_STATUS_MIN
+                detail = f"HTTP {status}: {_message(e)}"
+                retry_after = _retry_after(e)
+            except openai.APIConnectionError as e:  # includes APITimeoutError
+                retryable, retry_after = True, None
+                detail = f"{type(e).__name__}: {e}"
+            if not retryable:
+                raise LLMError(f"{self.name} call for {purpose!r} failed: {detail}")
+            if attempt == attempts - 1:
+                raise LLMError(
+                    f"{self.name} call for {purpose!r} failed after {attempts} tries: {detail}"
+                )
+            delay = self._delay(attempt, retry_after)
+            log.info("%s: %s; retry %d/%d in %.1fs", self.name, detail, attempt + 1,
+                     self.max_retries, delay)
+            self.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        delay = self.backoff * (2**attempt) * self._rng.uniform(0.5, 1.5)
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        return min(delay, _MAX_DELAY)
+
+    def _to_completion(
+        self, response: Any, messages: Sequence[Message], choices: Sequence[str] | None,
+        purpose: str,
+    ) -> Completion:
+        try:
+            text = response.choices[0].message.content
+        except (AttributeError, IndexError, TypeError) as e:
+            raise LLMError(f"{self.name}: malformed response for {purpose!r}: {e}") from e
+        if text is None:
+            raise LLMError(f"{self.name}: empty response (refusal?) for {purpose!r}")
+        if choices is not None:
+            text = self._pick(text, choices)
+        usage = getattr(response, "usage", None)
+        prompt = getattr(usage, "prompt_tokens", None)
+        completion = getattr(usage, "completion_tokens", None)
+        estimated = prompt is None or completion is None
+        if estimated:
+            prompt = estimate_tokens(prompt_text(messages))
+            completion = estimate_tokens(text)
+        return Completion(
+            text=text, prompt_tokens=int(prompt), completion_tokens=int(completion),
+            model=getattr(response, "model", None) or self.model, estimated=estimated,
+        )
+
+    def _pick(self, raw: str, choices: Sequence[str]) -> str:
+        candidate = raw
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("action"), str):
+            candidate = data["action"]
+        elif isinstance(data, str):
+            candidate = data
+        chosen = closest_choice(candidate, choices)
+        if chosen != candidate:
+            log.warning("%s: answer %r is not a choice; using closest %r", self.name,
+                        candidate[:80], chosen)
+        return chosen
+
+
+class _ResponseFormatRejected(Exception):
+    """Internal: the server does not support the requested response_format."""
+
+
+def _message(e: Any) -> str:
+    body = getattr(e, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"]
+        if isinstance(err, str):
+            return err
+    return str(getattr(e, "message", e))
+
+
+def _about_format(e: Any) -> bool:
+    text = (_message(e) + " " + json.dumps(getattr(e, "body", None), default=str)).lower()
+    return "response_format" in text or "json_schema" in text
+
+
+def _retry_after(e: Any) -> float | None:
+    response = getattr(e, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None

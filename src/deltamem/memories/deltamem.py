@@ -1,0 +1,548 @@
+"""DeltaMem: dual residual trees with failure-penalised retrieval and consolidation (paper §3).
+
+One :class:`DeltaMem` owns a bank (a :class:`~deltamem.store.sqlite.SQLiteStore`)
+holding two trees: the Task-Tree of skills, queried with the task goal, and
+the Env-Tree of knowledge, queried with the scene text (§3.1). The pure tree
+logic is in :mod:`deltamem.core.tree`; this module wires it to an embedder,
+an extractor and the store, and implements the episode-level rules:
+
+* recall (§3.3): Eq. 6 match in each tree, Eq. 7 chain of each accepted
+  match, both chains under the domain's memory header;
+* learn (§3.2, §3.4): per tree, Eq. 4 write decision from the recall's
+  match, the extraction role it implies, Eq. 5 attachment; a success hit on
+  the matched node; at c(v) ≥ K_cons the root→v chain is consolidated into a
+  new ROOT and v is marked (Eq. 8). All writes of one episode happen in one
+  transaction; extraction (LLM time) happens before it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from deltamem.core.payload import ChainEntry, TreeName, entry_title, render_chain
+from deltamem.core.tree import Match, Node, ResidualTree
+from deltamem.domains import DOMAINS, get_domain
+from deltamem.embed.base import Embedder
+from deltamem.errors import ConfigError, EmbedderMismatchError, ExtractionError, InvalidInputError
+from deltamem.extract.base import Extractor, role_for
+from deltamem.memory import Memory
+from deltamem.store.sqlite import SQLiteStore
+from deltamem.types import Change, Changes, Episode, Recall, RecallItem, Task, new_id
+
+log = logging.getLogger("deltamem.memory")
+
+TREES: tuple[TreeName, ...] = ("task", "env")
+
+
+class DeltaMemConfig(BaseModel):
+    """DeltaMem settings. ``None`` thresholds take the domain preset (paper Table 4).
+
+    Attributes:
+        domain: preset and memory header (``alfworld``, ``scienceworld``, ``webshop``,
+            ``textworld``, ``generic``).
+        tau_task, tau_env: acceptance thresholds τ_base per tree (Eq. 4, 6).
+        k_cons: success hits that trigger consolidation (Eq. 8); ``None`` = preset.
+        consolidation: set False for K_cons = ∞.
+        epsilon: failure penalty ε (Eq. 6).
+        d_max: maximum depth D_max (Eq. 5).
+        use_task_tree, use_env_tree: ablation switches (paper Table 3).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    domain: str = "generic"
+    tau_task: float | None = Field(default=None, ge=-1.0, le=1.0)
+    tau_env: float | None = Field(default=None, ge=-1.0, le=1.0)
+    k_cons: int | None = Field(default=None, ge=1)
+    consolidation: bool = True
+    epsilon: float = Field(default=0.05, ge=0.0, le=2.0)
+    d_max: int = Field(default=5, ge=1, le=1000)
+    use_task_tree: bool = True
+    use_env_tree: bool = True
+
+    @model_validator(mode="after")
+    def _check(self) -> DeltaMemConfig:
+        if self.domain not in DOMAINS:
+            get_domain(self.domain)  # raises ConfigError with the known names
+        if not (self.use_task_tree or self.use_env_tree):
+            raise ValueError("at least one of use_task_tree / use_env_tree must be on")
+        return self
+
+    def resolved(self) -> DeltaMemConfig:
+        """A copy with every preset-dependent value filled in."""
+        p = get_domain(self.domain)
+        return self.model_copy(
+            update={
+                "tau_task": p.tau_task if self.tau_task is None else self.tau_task,
+                "tau_env": p.tau_env if self.tau_env is None else self.tau_env,
+                "k_cons": p.k_cons if self.k_cons is None else self.k_cons,
+            }
+        )
+
+    def tau(self, tree: TreeName) -> float:
+        value = self.tau_task if tree == "task" else self.tau_env
+        assert value is not None, "call resolved() first"
+        return value
+
+    def enabled(self, tree: TreeName) -> bool:
+        return self.use_task_tree if tree == "task" else self.use_env_tree
+
+
+def _make_config(config: DeltaMemConfig | Mapping[str, Any] | None, **overrides: Any):
+    try:
+        if config is None:
+            cfg = DeltaMemConfig(**overrides)
+        elif isinstance(config, DeltaMemConfig):
+            cfg = config.model_copy(update=overrides) if overrides else config
+            cfg = DeltaMemConfig(**cfg.model_dump())
+        else:
+            cfg = DeltaMemConfig(**{**dict(config), **overrides})
+    except ConfigError:
+        raise
+    except ValueError as e:  # pydantic.ValidationError is a ValueError
+        raise ConfigError(f"invalid DeltaMem configuration: {e}") from e
+    return cfg.resolved()
+
+
+class DeltaMem(Memory):
+    """The DeltaMem memory system.
+
+    Args:
+        store: the bank store.
+        embedder: any object implementing :class:`~deltamem.embed.base.Embedder`.
+        extractor: any object implementing :class:`~deltamem.extract.base.Extractor`.
+        config: a :class:`DeltaMemConfig`, a mapping, or ``None`` (defaults); keyword
+            overrides are applied on top.
+
+    Use :meth:`open` to get one on a bank file. The embedder is checked against
+    the one recorded in the bank (name and dimension) on open.
+
+    Example:
+        >>> from deltamem import DeltaMem, Episode, Step, Task
+        >>> from deltamem.embed import HashingEmbedder
+        >>> mem = DeltaMem.open(":memory:", embedder=HashingEmbedder(), domain="alfworld")
+        >>> task = Task(id="t1", goal="put a clean apple in fridge", domain="alfworld",
+        ...             scene="You are in a kitchen. You see a countertop 1 and a fridge 1.")
+        >>> recall = mem.recall(task)
+        >>> recall.text
+        ''
+        >>> ep = Episode(task, (Step("take apple 1 from countertop 1", "You pick up the apple 1."),
+        ...                     Step("put apple 1 in/on fridge 1", "You win.", done=True)),
+        ...              success=True, reward=1.0)
+        >>> [c.kind for c in mem.learn(ep, recall)]
+        ['written', 'written']
+        >>> mem.stats()["nodes"]
+        {'task': 1, 'env': 1}
+    """
+
+    name = "deltamem"
+
+    def __init__(
+        self,
+        store: SQLiteStore,
+        embedder: Embedder | None,
+        extractor: Extractor | None = None,
+        config: DeltaMemConfig | Mapping[str, Any] | None = None,
+        **overrides: Any,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        if extractor is None:
+            from deltamem.extract.structural import StructuralExtractor
+
+            extractor = StructuralExtractor()
+        self.extractor = extractor
+        meta = store.meta()
+        if config is None and not overrides and "config" in meta:
+            config = meta["config"]
+        self.config = _make_config(config, **overrides)
+        if embedder is not None:
+            self._check_embedder(meta)
+            store.init_meta(embedder.name, embedder.dim, self.config.model_dump())
+        self.dim = int(store.meta().get("embedder_dim") or (embedder.dim if embedder else 0))
+        self._version = -1
+        self.trees: dict[TreeName, ResidualTree] = {}
+        self._reload()
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path = ":memory:",
+        *,
+        embedder: Embedder | None,
+        extractor: Extractor | None = None,
+        config: DeltaMemConfig | Mapping[str, Any] | None = None,
+        readonly: bool = False,
+        **overrides: Any,
+    ) -> DeltaMem:
+        """Open (or create) the bank at ``path`` (``":memory:"``: not persisted).
+
+        ``embedder=None`` opens the bank for inspection only (recall and learn
+        need an embedder). Raises :class:`EmbedderMismatchError` when the bank
+        was built with another embedder.
+        """
+        store = SQLiteStore(path, readonly=readonly)
+        try:
+            return cls(store, embedder, extractor, config, **overrides)
+        except BaseException:
+            store.close()
+            raise
+
+    # -- state -------------------------------------------------------------------
+    def _check_embedder(self, meta: Mapping[str, Any]) -> None:
+        assert self.embedder is not None
+        name, dim = meta.get("embedder_name"), meta.get("embedder_dim")
+        if name is None:
+            return
+        if name != self.embedder.name or dim != self.embedder.dim:
+            raise EmbedderMismatchError(
+                f"bank {self.store.path} was built with embedder {name!r} (dim {dim}); "
+                f"got {self.embedder.name!r} (dim {self.embedder.dim}). Open it with the same "
+                "embedder, or build a new bank."
+            )
+
+    def _reload(self) -> None:
+        """Load both trees from the store when another writer changed it."""
+        v = self.store.version()
+        if v == self._version and self.trees:
+            return
+        nodes = self.store.load_nodes()
+        dim = self.dim or (len(nodes[0].embedding) if nodes else 1)
+        self.trees = {t: ResidualTree(t, dim, (n for n in nodes if n.tree == t)) for t in TREES}
+        self._version = v
+
+    def _need_embedder(self) -> Embedder:
+        if self.embedder is None:
+            raise ConfigError("this bank was opened without an embedder (inspection only)")
+        return self.embedder
+
+    @staticmethod
+    def _check_task(task: Task) -> None:
+        if not isinstance(task, Task):
+            raise InvalidInputError(f"expected a Task, got {type(task).__name__}")
+        get_domain(task.domain)  # unknown domain → ConfigError
+        if not task.goal.strip():
+            raise InvalidInputError(f"task {task.id!r} has an empty goal")
+
+    def queries(self, task: Task) -> dict[TreeName, str]:
+        """The query text of each tree (§3.1): goal → Task-Tree, scene → Env-Tree."""
+        return {"task": task.goal, "env": task.scene_text or task.goal}
+
+    # -- recall (§3.3) ---------------------------------------------------------------
+    def match(self, task: Task) -> dict[TreeName, Match]:
+        """Eq. 6 match of each enabled tree for ``task`` (no side effects)."""
+        self._check_task(task)
+        emb = self._need_embedder()
+        self._reload()
+        q = self.queries(task)
+        trees = [t for t in TREES if self.config.enabled(t)]
+        vecs = emb.embed_queries([q[t] for t in trees])
+        return {
+            t: self.trees[t].match(vecs[i], self.config.tau(t), self.config.epsilon)
+            for i, t in enumerate(trees)
+        }
+
+    def recall(self, task: Task) -> Recall:
+        matches = self.match(task)
+        sections: list[str] = []
+        items: list[RecallItem] = []
+        details: dict[str, Any] = {}
+        for tree, m in matches.items():
+            chain = self.trees[tree].chain(m.node_id) if m.accepted and m.node_id else []
+            details[tree] = {**m.to_dict(), "chain": [n.id for n in chain]}
+            if not chain:
+                continue
+            title = "Task skill memory" if tree == "task" else "Environment knowledge memory"
+            sections.append(f"## {title}\n{render_chain(tree, [n.entry() for n in chain])}")
+            for n in chain:
+                role = (
+                    "warning" if n.label == "FAILURE" else "base" if n.kind == "ROOT" else "delta"
+                )
+                items.append(
+                    RecallItem(
+                        source=tree,
+                        id=n.id,
+                        text=render_chain(tree, [n.entry()]),
+                        score=m.score if n.id == m.node_id else None,
+                        role=role,
+                    )
+                )
+        text = ""
+        if sections:
+            text = get_domain(self.config.domain).header + "\n\n" + "\n\n".join(sections)
+        return Recall(text=text, items=tuple(items), details=details)
+
+    # -- learn (§3.2, §3.4, §3.5) --------------------------------------------------------
+    def learn(self, episode: Episode, recall: Recall | None = None) -> Changes:
+        episode.validate()
+        self._check_task(episode.task)
+        emb = self._need_embedder()
+        if self.store.is_learned(episode.id):
+            return Changes((Change("unchanged", "bank", "episode already learned", episode.id),))
+        if recall is None or not all(t in recall.details for t in self._enabled()):
+            recall = self.recall(episode.task)
+        self._reload()
+        queries = self.queries(episode.task)
+        changes: list[Change] = []
+        plans: list[Callable[[], None]] = []
+        rejections: list[dict[str, str]] = []
+        trees = self._enabled()
+        vecs = emb.embed_passages([queries[t] for t in trees])
+        for i, tree in enumerate(trees):
+            self._plan_tree(
+                tree,
+                episode,
+                recall.details[tree],
+                vecs[i],
+                queries[tree],
+                changes,
+                plans,
+                rejections,
+            )
+        with self.store.transaction():
+            if not self.store.mark_learned(episode.id):
+                return Changes(
+                    (Change("unchanged", "bank", "episode already learned", episode.id),)
+                )
+            for rej in rejections:
+                self.store.add_rejection(episode_id=episode.id, **rej)
+            for plan in plans:
+                plan()
+        self._version = -1
+        self._reload()
+        return Changes(tuple(changes))
+
+    def _enabled(self) -> list[TreeName]:
+        return [t for t in TREES if self.config.enabled(t)]
+
+    def _plan_tree(
+        self,
+        tree_name: TreeName,
+        episode: Episode,
+        detail: Mapping[str, Any],
+        vec: np.ndarray,
+        trigger: str,
+        changes: list[Change],
+        plans: list[Callable[[], None]],
+        rejections: list[dict[str, str]],
+    ) -> None:
+        """Decide and extract what ``episode`` writes into one tree; queue the writes."""
+        tree = self.trees[tree_name]
+        cfg = self.config
+        match = Match(
+            detail.get("node_id"),
+            detail.get("score"),
+            cfg.tau(tree_name),
+            bool(detail.get("accepted")),
+        )
+        if match.accepted and match.node_id not in tree:
+            changes.append(
+                Change(
+                    "skipped",
+                    tree_name,
+                    f"recalled node {match.node_id} is not in this bank; treated as a cold start",
+                )
+            )
+            match = Match(None, None, match.tau, False)
+        chain = [n.entry() for n in tree.chain(match.node_id)] if match.warm else []
+        role = role_for(tree_name, match.warm, episode.success)
+        score_txt = "empty tree" if match.score is None else f"best score {match.score:.3f}"
+        try:
+            payload = self.extractor.extract(role, episode, chain, cfg.domain)
+        except ExtractionError as e:
+            changes.append(Change("rejected", tree_name, f"{role}: {e}"))
+            rejections.append({"tree": tree_name, "role": role, "reason": str(e), "raw": e.raw})
+            payload = None
+        else:
+            if payload is None:
+                changes.append(
+                    Change(
+                        "skipped",
+                        tree_name,
+                        f"{role}: the retrieved chain already covers this episode",
+                    )
+                )
+        if payload is not None:
+            parent, depth = tree.attachment(match, cfg.d_max)
+            node = Node(
+                id=new_id(),
+                tree=tree_name,
+                kind="RESIDUAL" if match.warm else "ROOT",
+                label="SUCCESS" if episode.success else "FAILURE",
+                parent=parent,
+                depth=depth,
+                trigger=trigger,
+                embedding=vec,
+                payload=payload,
+                episode_id=episode.id,
+                created_at=time.time(),
+            )
+            if match.warm:
+                where = (
+                    f"under {parent}"
+                    if parent == match.node_id
+                    else f"as a sibling of {match.node_id} (depth {depth} = D_max)"
+                )
+                reason = f"warm start: {score_txt} ≥ τ {match.tau:g} → RESIDUAL {where}"
+            else:
+                reason = f"cold start: {score_txt} < τ {match.tau:g} → ROOT"
+            changes.append(Change("written", tree_name, f"{role}: {reason}", node.id))
+            plans.append(lambda node=node: self.store.insert_node(node))
+        if episode.success and match.warm and match.node_id is not None:
+            self._plan_hit(tree_name, match.node_id, episode, changes, plans, rejections)
+
+    def _plan_hit(
+        self,
+        tree_name: TreeName,
+        node_id: str,
+        episode: Episode,
+        changes: list[Change],
+        plans: list[Callable[[], None]],
+        rejections: list[dict[str, str]],
+    ) -> None:
+        """Success hit on the matched node and, at K_cons, consolidation (Eq. 8)."""
+        tree = self.trees[tree_name]
+        v = tree.get(node_id)
+        k = self.config.k_cons or math.inf
+        will_consolidate = (
+            self.config.consolidation
+            and v.kind == "RESIDUAL"
+            and not v.consolidated
+            and v.success_hits + 1 >= k
+        )
+        root: Node | None = None
+        if will_consolidate:
+            chain = tree.chain(node_id)
+            role = "consolidate_skill" if tree_name == "task" else "consolidate_knowledge"
+            try:
+                payload = self.extractor.consolidate(
+                    tree_name, [n.entry() for n in chain], self.config.domain
+                )
+            except ExtractionError as e:
+                changes.append(Change("rejected", tree_name, f"{role}: {e}", node_id))
+                rejections.append({"tree": tree_name, "role": role, "reason": str(e), "raw": e.raw})
+            else:
+                root = Node(
+                    id=new_id(),
+                    tree=tree_name,
+                    kind="ROOT",
+                    label="SUCCESS",
+                    parent=None,
+                    depth=1,
+                    trigger=v.trigger,
+                    embedding=v.embedding,
+                    payload=payload,
+                    origin="consolidated",
+                    source=v.id,
+                    episode_id=episode.id,
+                    created_at=time.time(),
+                )
+
+        def apply() -> None:
+            hits = self.store.increment_hits(node_id)
+            if root is not None and hits >= k and self.store.mark_consolidated(node_id):
+                self.store.insert_node(root)
+
+        plans.append(apply)
+        changes.append(
+            Change("hit", tree_name, f"success hit {v.success_hits + 1} on matched node", node_id)
+        )
+        if root is not None:
+            changes.append(
+                Change(
+                    "consolidated",
+                    tree_name,
+                    f"c(v) reached K_cons={int(k)}: chain of {len(tree.chain(node_id))}"
+                    f" nodes fused into new ROOT {root.id}; node marked",
+                    root.id,
+                )
+            )
+
+    # -- inspection ----------------------------------------------------------------------
+    def nodes(self, tree: TreeName) -> list[Node]:
+        self._reload()
+        return list(self.trees[tree])
+
+    def chain(self, node_id: str) -> list[Node]:
+        self._reload()
+        for t in self.trees.values():
+            if node_id in t:
+                return t.chain(node_id)
+        raise KeyError(node_id)
+
+    def stats(self) -> dict[str, Any]:
+        """Node counts by tree, depth, kind, label; avg whitespace tokens per ROOT/RESIDUAL."""
+        self._reload()
+        out: dict[str, Any] = {
+            "nodes": {},
+            "depth_histogram": {},
+            "kind": {},
+            "label": {},
+            "consolidated": {},
+            "avg_tokens": {},
+        }
+        tokens: dict[str, list[int]] = {"ROOT": [], "RESIDUAL": []}
+        for t in TREES:
+            tree = self.trees[t]
+            out["nodes"][t] = len(tree)
+            out["depth_histogram"][t] = {str(d): c for d, c in tree.depth_histogram().items()}
+            kinds: dict[str, int] = {}
+            labels: dict[str, int] = {}
+            for n in tree:
+                kinds[n.kind] = kinds.get(n.kind, 0) + 1
+                labels[n.label] = labels.get(n.label, 0) + 1
+                tokens[n.kind].append(len(n.payload.text.split()))
+            out["kind"][t] = kinds
+            out["label"][t] = labels
+            out["consolidated"][t] = sum(1 for n in tree if n.consolidated)
+        for kind, vals in tokens.items():
+            out["avg_tokens"][kind] = round(sum(vals) / len(vals), 1) if vals else 0.0
+        out["units"] = sum(out["nodes"].values())
+        out["episodes_learned"] = self.store.learned_count()
+        out["rejections"] = len(self.store.rejections())
+        return out
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def render_entry_title(tree: TreeName, node: Node, index: int) -> str:
+    """Title of a node as shown in recalls (re-exported for CLIs)."""
+    return entry_title(tree, ChainEntry(node.kind, node.label, node.payload), index)
+
+
+def make(
+    *,
+    bank: str | Path | None = None,
+    embedder: Embedder | None = None,
+    llm: Any = None,
+    extractor: Extractor | Literal["structural", "llm"] | None = "structural",
+    domain: str = "generic",
+    options: Mapping[str, Any] | None = None,
+    **_: Any,
+) -> DeltaMem:
+    """Registry factory (see :mod:`deltamem.memories`)."""
+    if embedder is None:
+        raise ConfigError("DeltaMem needs an embedder")
+    if extractor == "llm":
+        if llm is None:
+            raise ConfigError("extractor 'llm' needs an llm")
+        from deltamem.extract.llm import LLMExtractor
+
+        extractor = LLMExtractor(llm)
+    elif extractor in (None, "structural"):
+        from deltamem.extract.structural import StructuralExtractor
+
+        extractor = StructuralExtractor()
+    elif isinstance(extractor, str):
+        raise ConfigError(f"unknown extractor {extractor!r}; use 'structural' or 'llm'")
+    opts = {"domain": domain, **dict(options or {})}
+    return DeltaMem.open(bank or ":memory:", embedder=embedder, extractor=extractor, **opts)

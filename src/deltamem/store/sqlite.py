@@ -1,0 +1,463 @@
+"""SQLite bank store: one file per memory bank.
+
+WAL journal, a busy timeout so concurrent writers wait instead of failing,
+``BEGIN IMMEDIATE`` transactions (the write lock is taken up front, so two
+learners never interleave a write decision) and ``synchronous=FULL`` so a
+committed ``learn()`` survives a crash. Embeddings are float32 blobs.
+Migrations are named and applied inside a transaction.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from deltamem.core.payload import Payload
+from deltamem.core.tree import Node
+from deltamem.errors import StoreError
+from deltamem.store.base import SCHEMA_VERSION
+
+_MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_initial",
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE nodes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            tree TEXT NOT NULL CHECK (tree IN ('task', 'env')),
+            kind TEXT NOT NULL CHECK (kind IN ('ROOT', 'RESIDUAL')),
+            label TEXT NOT NULL CHECK (label IN ('SUCCESS', 'FAILURE')),
+            parent_id TEXT REFERENCES nodes(id),
+            depth INTEGER NOT NULL CHECK (depth >= 1),
+            success_hits INTEGER NOT NULL DEFAULT 0 CHECK (success_hits >= 0),
+            consolidated INTEGER NOT NULL DEFAULT 0 CHECK (consolidated IN (0, 1)),
+            origin TEXT NOT NULL DEFAULT 'extracted',
+            source_id TEXT,
+            trigger TEXT NOT NULL,
+            activation TEXT NOT NULL,
+            procedure TEXT NOT NULL,
+            termination TEXT NOT NULL,
+            embedding BLOB NOT NULL,
+            episode_id TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            CHECK ((kind = 'ROOT') = (parent_id IS NULL))
+        );
+        CREATE INDEX nodes_tree ON nodes(tree, seq);
+        CREATE TABLE rejections (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            created_at REAL NOT NULL,
+            episode_id TEXT NOT NULL,
+            tree TEXT NOT NULL,
+            role TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            raw TEXT NOT NULL
+        );
+        CREATE TABLE learned (episode_id TEXT PRIMARY KEY, learned_at REAL NOT NULL);
+        """,
+    ),
+]
+
+_NODE_COLS = (
+    "seq, id, tree, kind, label, parent_id, depth, success_hits, consolidated, origin, "
+    "source_id, trigger, activation, procedure, termination, embedding, episode_id, created_at"
+)
+
+
+class SQLiteStore:
+    """A bank in one SQLite file (``":memory:"`` for a throwaway bank).
+
+    Args:
+        path: the bank file; created with its folder when missing.
+        timeout: seconds a writer waits for another writer's lock.
+        readonly: open without creating or migrating (for inspection).
+    """
+
+    def __init__(self, path: str | Path, *, timeout: float = 60.0, readonly: bool = False):
+        self.path = str(path)
+        self._local = threading.local()
+        if self.path != ":memory:":
+            p = Path(self.path)
+            if readonly and not p.exists():
+                raise StoreError(f"no memory bank at {p}")
+            if not readonly:
+                p.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if readonly and self.path != ":memory:":
+                uri = f"file:{Path(self.path).resolve()}?mode=ro"
+                conn = sqlite3.connect(
+                    uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+                )
+            else:
+                conn = sqlite3.connect(
+                    self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+                )
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            if not readonly:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = FULL")
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"cannot open memory bank {self.path}: {e}") from e
+        self._conn = conn
+        self._lock = threading.RLock()
+        self._in_tx = False
+        if readonly:
+            if not self._has_table("meta"):
+                raise StoreError(f"{self.path} is not a deltamem bank (no meta table)")
+        else:
+            self._migrate()
+        self._check_schema()
+
+    # -- setup -------------------------------------------------------------
+    def _has_table(self, name: str) -> bool:
+        try:
+            row = self._conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)
+            ).fetchone()
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path} is not a deltamem bank: {e}") from e
+        return row is not None
+
+    def _migrate(self) -> None:
+        with self.transaction():
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)"
+            )
+            done = {r[0] for r in self._conn.execute("SELECT name FROM migrations")}
+            if not done and self._has_table("nodes"):
+                raise StoreError(f"{self.path} holds tables deltamem did not create")
+            for name, sql in _MIGRATIONS:
+                if name in done:
+                    continue
+                for stmt in sql.split(";"):
+                    if stmt.strip():
+                        self._conn.execute(stmt)
+                self._conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
+            if not done:
+                self._conn.execute(
+                    "INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+                )
+
+    def _check_schema(self) -> None:
+        v = self.meta().get("schema_version")
+        if v is not None and v > SCHEMA_VERSION:
+            raise StoreError(
+                f"bank {self.path} has schema version {v}; this deltamem reads up to "
+                f"{SCHEMA_VERSION}: upgrade deltamem"
+            )
+
+    # -- meta ----------------------------------------------------------------
+    def meta(self) -> dict[str, Any]:
+        rows = self._conn.execute("SELECT key, value FROM meta").fetchall()
+        out: dict[str, Any] = {}
+        for r in rows:
+            k, v = r["key"], r["value"]
+            if k in ("schema_version", "embedder_dim"):
+                out[k] = int(v)
+            elif k == "created_at":
+                out[k] = float(v)
+            elif k == "config":
+                out[k] = json.loads(v)
+            else:
+                out[k] = v
+        return out
+
+    def init_meta(self, embedder_name: str, embedder_dim: int, config: dict[str, Any]) -> None:
+        with self.transaction():
+            cur = self.meta()
+            if "embedder_name" in cur:
+                return
+            rows = [
+                ("embedder_name", embedder_name),
+                ("embedder_dim", str(int(embedder_dim))),
+                ("config", json.dumps(config, sort_keys=True)),
+                ("created_at", repr(time.time())),
+            ]
+            self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
+
+    # -- transactions ----------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction (re-entrant: nested calls join the outer one)."""
+        with self._lock:
+            if self._in_tx:
+                yield
+                return
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                raise StoreError(f"cannot lock memory bank {self.path}: {e}") from e
+            self._in_tx = True
+            try:
+                yield
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+            finally:
+                self._in_tx = False
+
+    def version(self) -> int:
+        """Changes when another connection commits (``PRAGMA data_version``)."""
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    # -- nodes ---------------------------------------------------------------
+    def _row_to_node(self, r: sqlite3.Row) -> Node:
+        emb = np.frombuffer(r["embedding"], dtype="<f4").astype(np.float32)
+        return Node(
+            id=r["id"],
+            tree=r["tree"],
+            kind=r["kind"],
+            label=r["label"],
+            parent=r["parent_id"],
+            depth=r["depth"],
+            trigger=r["trigger"],
+            embedding=emb,
+            payload=Payload(r["activation"], r["procedure"], r["termination"]),
+            success_hits=r["success_hits"],
+            consolidated=bool(r["consolidated"]),
+            seq=r["seq"],
+            origin=r["origin"],
+            source=r["source_id"],
+            episode_id=r["episode_id"],
+            created_at=r["created_at"],
+        )
+
+    def load_nodes(self) -> list[Node]:
+        rows = self._conn.execute(f"SELECT {_NODE_COLS} FROM nodes ORDER BY seq").fetchall()
+        return [self._row_to_node(r) for r in rows]
+
+    def insert_node(self, node: Node, *, keep_seq: bool = False) -> Node:
+        emb = np.asarray(node.embedding, dtype="<f4").reshape(-1).tobytes()
+        p = node.payload
+        values = (
+            node.id,
+            node.tree,
+            node.kind,
+            node.label,
+            node.parent,
+            node.depth,
+            node.success_hits,
+            int(node.consolidated),
+            node.origin,
+            node.source,
+            node.trigger,
+            p.activation,
+            p.procedure,
+            p.termination,
+            emb,
+            node.episode_id,
+            node.created_at,
+        )
+        cols = _NODE_COLS.replace("seq, ", "", 1)
+        with self.transaction():
+            try:
+                if keep_seq:
+                    self._conn.execute(
+                        f"INSERT INTO nodes ({_NODE_COLS}) VALUES ({', '.join('?' * 18)})",
+                        (node.seq, *values),
+                    )
+                    seq = node.seq
+                else:
+                    cur = self._conn.execute(
+                        f"INSERT INTO nodes ({cols}) VALUES ({', '.join('?' * 17)})", values
+                    )
+                    seq = int(cur.lastrowid or 0)
+            except sqlite3.IntegrityError as e:
+                raise StoreError(f"cannot store node {node.id}: {e}") from e
+        return replace(node, seq=seq)
+
+    def increment_hits(self, node_id: str) -> int:
+        with self.transaction():
+            row = self._conn.execute(
+                "UPDATE nodes SET success_hits = success_hits + 1 WHERE id = ? "
+                "RETURNING success_hits",
+                (node_id,),
+            ).fetchone()
+        if row is None:
+            raise StoreError(f"no node {node_id!r} in bank {self.path}")
+        return int(row[0])
+
+    def mark_consolidated(self, node_id: str) -> bool:
+        with self.transaction():
+            cur = self._conn.execute(
+                "UPDATE nodes SET consolidated = 1 WHERE id = ? AND consolidated = 0", (node_id,)
+            )
+        return cur.rowcount == 1
+
+    def node_state(self, node_id: str) -> tuple[int, bool]:
+        row = self._conn.execute(
+            "SELECT success_hits, consolidated FROM nodes WHERE id = ?", (node_id,)
+        ).fetchone()
+        if row is None:
+            raise StoreError(f"no node {node_id!r} in bank {self.path}")
+        return int(row[0]), bool(row[1])
+
+    # -- logs -----------------------------------------------------------------
+    def add_rejection(
+        self,
+        *,
+        tree: str,
+        role: str,
+        reason: str,
+        raw: str,
+        episode_id: str,
+        created_at: float | None = None,
+    ) -> None:
+        with self.transaction():
+            self._conn.execute(
+                "INSERT INTO rejections (created_at, episode_id, tree, role, reason, raw) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (created_at or time.time(), episode_id, tree, role, reason, raw[:20000]),
+            )
+
+    def rejections(self) -> list[dict[str, Any]]:
+        rows = self._conn.execute(
+            "SELECT created_at, episode_id, tree, role, reason, raw FROM rejections ORDER BY id"
+        ).fetchall()
+        return [dict(r) for r in rows]
+
+    def mark_learned(self, episode_id: str, learned_at: float | None = None) -> bool:
+        with self.transaction():
+            cur = self._conn.execute(
+                "INSERT OR IGNORE INTO learned VALUES (?, ?)",
+                (episode_id, learned_at or time.time()),
+            )
+        return cur.rowcount == 1
+
+    def is_learned(self, episode_id: str) -> bool:
+        row = self._conn.execute(
+            "SELECT 1 FROM learned WHERE episode_id = ?", (episode_id,)
+        ).fetchone()
+        return row is not None
+
+    def learned_count(self) -> int:
+        return int(self._conn.execute("SELECT COUNT(*) FROM learned").fetchone()[0])
+
+    # -- export / import --------------------------------------------------------
+    def iter_export(self) -> Iterator[dict[str, Any]]:
+        """Every record of the bank as JSON-ready dicts: meta first, then nodes, logs."""
+        meta = self.meta()
+        yield {"type": "meta", **{k: meta[k] for k in sorted(meta)}}
+        for r in self._conn.execute(f"SELECT {_NODE_COLS} FROM nodes ORDER BY seq"):
+            d = {k: r[k] for k in r.keys()}  # noqa: SIM118 - sqlite3.Row
+            d["consolidated"] = bool(d["consolidated"])
+            d["embedding"] = base64.b64encode(d["embedding"]).decode("ascii")
+            yield {"type": "node", **d}
+        for r in self._conn.execute(
+            "SELECT created_at, episode_id, tree, role, reason, raw FROM rejections ORDER BY id"
+        ):
+            yield {"type": "rejection", **dict(r)}
+        for r in self._conn.execute("SELECT episode_id, learned_at FROM learned ORDER BY rowid"):
+            yield {"type": "learned", **dict(r)}
+
+    def import_records(self, records: Iterable[dict[str, Any]]) -> int:
+        """Load exported records into this (empty) bank in one transaction; returns node count."""
+        n = 0
+        with self.transaction():
+            if self._conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]:
+                raise StoreError(f"import needs an empty bank; {self.path} already has nodes")
+            for i, rec in enumerate(records):
+                kind = rec.get("type")
+                try:
+                    if kind == "meta":
+                        self._import_meta(rec)
+                    elif kind == "node":
+                        self.insert_node(_node_from_record(rec), keep_seq=True)
+                        n += 1
+                    elif kind == "rejection":
+                        self.add_rejection(
+                            tree=rec["tree"],
+                            role=rec["role"],
+                            reason=rec["reason"],
+                            raw=rec["raw"],
+                            episode_id=rec["episode_id"],
+                            created_at=rec["created_at"],
+                        )
+                    elif kind == "learned":
+                        self.mark_learned(rec["episode_id"], rec["learned_at"])
+                    else:
+                        raise StoreError(f"record {i + 1}: unknown type {kind!r}")
+                except (KeyError, TypeError, ValueError) as e:
+                    raise StoreError(f"record {i + 1} is malformed: {e!r}") from e
+        return n
+
+    def _import_meta(self, rec: dict[str, Any]) -> None:
+        v = int(rec.get("schema_version", 0))
+        if v > SCHEMA_VERSION:
+            raise StoreError(f"export has schema version {v}; this deltamem reads {SCHEMA_VERSION}")
+        rows = []
+        for k in ("embedder_name", "embedder_dim", "created_at", "config"):
+            if k in rec:
+                val = rec[k]
+                if k == "config":
+                    val = json.dumps(val, sort_keys=True)
+                elif k == "created_at":
+                    val = repr(float(val))
+                rows.append((k, str(val)))
+        self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
+
+    def integrity_ok(self) -> bool:
+        return self._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _node_from_record(rec: dict[str, Any]) -> Node:
+    emb = np.frombuffer(base64.b64decode(rec["embedding"]), dtype="<f4").astype(np.float32)
+    return Node(
+        id=rec["id"],
+        tree=rec["tree"],
+        kind=rec["kind"],
+        label=rec["label"],
+        parent=rec["parent_id"],
+        depth=int(rec["depth"]),
+        trigger=rec["trigger"],
+        embedding=emb,
+        payload=Payload(rec["activation"], rec["procedure"], rec["termination"]),
+        success_hits=int(rec["success_hits"]),
+        consolidated=bool(rec["consolidated"]),
+        seq=int(rec["seq"]),
+        origin=rec["origin"],
+        source=rec["source_id"],
+        episode_id=rec["episode_id"],
+        created_at=float(rec["created_at"]),
+    )
+
+
+def export_jsonl(store: SQLiteStore, path: str | Path) -> int:
+    """Write the bank to a JSONL file (one record a line); returns the record count."""
+    n = 0
+    tmp = Path(str(path) + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for rec in store.iter_export():
+            f.write(json.dumps(rec, sort_keys=True, ensure_ascii=False) + "\n")
+            n += 1
+    tmp.replace(path)
+    return n
+
+
+def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Records of an export file; a malformed line is a :class:`StoreError` naming it."""
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as e:
+                raise StoreError(f"{path}:{i}: not valid JSON ({e.msg})") from e
