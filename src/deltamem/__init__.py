@@ -1,6 +1,7 @@
 """deltamem: experience memory for LLM agents."""
 
 from deltamem.errors import DeltaMemError
+from deltamem.memories.deltamem import DeltaMem, DeltaMemConfig
 from deltamem.memory import Memory, NoMemory
 from deltamem.types import Change, Changes, Episode, Recall, RecallItem, Step, Task, Usage
 
@@ -9,6 +10,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Change",
     "Changes",
+    "DeltaMem",
+    "DeltaMemConfig",
     "DeltaMemError",
     "Episode",
     "Memory",

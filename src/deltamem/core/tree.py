@@ -19,10 +19,16 @@ Equations implemented here:
 Depth convention: the virtual root r0 has depth 0, roots depth 1, so with
 D_max = 5 no node is ever deeper than 5.
 
-Tie rule (Eq. 6 leaves it open): among nodes with exactly equal score the
-shallower node wins, then the most recently inserted one (largest ``seq``).
-Shallower-first makes a consolidated root R* (which copies v's embedding)
-win over v itself, which is what §3.5 Phase 3 describes.
+Tie rule (Eq. 6 leaves it open). Exact ties happen whenever triggers repeat
+(the same goal text seen again writes a residual whose embedding equals its
+parent's). Among nodes of exactly equal score:
+
+1. a node not marked consolidated beats a consolidated one, so the root R*
+   distilled from v (which copies v's embedding) wins over v itself, as
+   §3.5 Phase 3 describes ("subsequent queries match R* directly");
+2. then the deeper node wins: its chain carries the parent's experience plus
+   the most specific deltas;
+3. then the most recently inserted node (largest ``seq``).
 """
 
 from __future__ import annotations
@@ -100,8 +106,12 @@ class Match:
         return self.accepted
 
     def to_dict(self) -> dict[str, object]:
-        return {"node_id": self.node_id, "score": self.score, "tau": self.tau,
-                "accepted": self.accepted}
+        return {
+            "node_id": self.node_id,
+            "score": self.score,
+            "tau": self.tau,
+            "accepted": self.accepted,
+        }
 
 
 class ResidualTree:
@@ -122,6 +132,7 @@ class ResidualTree:
         self._fail = np.zeros(cap, dtype=np.float32)
         self._depth = np.zeros(cap, dtype=np.int64)
         self._seq = np.zeros(cap, dtype=np.int64)
+        self._cons = np.zeros(cap, dtype=np.int64)
         for n in sorted(nodes, key=lambda n: n.seq):
             self.add(n)
 
@@ -160,6 +171,7 @@ class ResidualTree:
         self._fail[n] = 1.0 if node.label == "FAILURE" else 0.0
         self._depth[n] = node.depth
         self._seq[n] = node.seq
+        self._cons[n] = int(node.consolidated)
         self._row[node.id] = n
         self._ids.append(node.id)
         self._nodes[node.id] = node
@@ -170,10 +182,11 @@ class ResidualTree:
         self._nodes[node.id] = replace(
             old, success_hits=node.success_hits, consolidated=node.consolidated
         )
+        self._cons[self._row[node.id]] = int(node.consolidated)
 
     def _grow(self) -> None:
         cap = self._emb.shape[0] * 2
-        for attr in ("_emb", "_fail", "_depth", "_seq"):
+        for attr in ("_emb", "_fail", "_depth", "_seq", "_cons"):
             old = getattr(self, attr)
             new = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
             new[: old.shape[0]] = old
@@ -198,9 +211,9 @@ class ResidualTree:
         cand = np.flatnonzero(s == best)
         if cand.size > 1:
             n = len(self._ids)
-            depth, seq = self._depth[:n][cand], self._seq[:n][cand]
-            # lexsort: last key is primary → depth ascending, then seq descending
-            cand = cand[np.lexsort((-seq, depth))]
+            depth, seq, cons = self._depth[:n][cand], self._seq[:n][cand], self._cons[:n][cand]
+            # lexsort: last key is primary → unconsolidated, deeper, newer first
+            cand = cand[np.lexsort((-seq, -depth, cons))]
         row = int(cand[0])
         score = float(best)
         return Match(self._ids[row], score, tau, score >= tau)

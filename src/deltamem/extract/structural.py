@@ -76,6 +76,7 @@ _STOP = frozenset(
 _NUM = re.compile(r"\b([A-Za-z][\w-]*) \d+\b")
 _SEE = re.compile(r"(?:on|in) (?:the )?([a-z][a-z -]*?)(?: \d+)?, you see ([^.]*)", re.IGNORECASE)
 _AROUND = re.compile(r"around you, you see ([^.]*)", re.IGNORECASE)
+_STEP_NO = re.compile(r"^\s*\d+\.\s*")
 _IN_IT = re.compile(r"in it, you see ([^.]*)", re.IGNORECASE)
 _TARGET = re.compile(r"^(?:go to|open|teleport to|move to|look in|examine) (?:the )?(.+)$")
 _STATE = re.compile(r"the ([a-z][a-z -]*?)(?: \d+)? is (closed|open|locked|on|off)\b", re.I)
@@ -315,12 +316,16 @@ class StructuralExtractor:
             raise ValueError("cannot consolidate an empty chain")
         seen: set[str] = set()
         lines: list[str] = []
+        step = 0
         for e in chain:
             for line in e.payload.procedure.splitlines():
                 key = _strip_number(line)
                 if not key or key in seen or key.startswith("extra steps not in"):
                     continue
                 seen.add(key)
+                if re.match(r"^\s*\d+\.", line):  # a numbered step: renumber across the chain
+                    step += 1
+                    line = f"{step}. {_STEP_NO.sub('', line)}"
                 prefix = "[WARN] " if e.label == "FAILURE" and not line.startswith("[") else ""
                 lines.append(prefix + line.strip())
         activation = chain[0].payload.activation

@@ -1,0 +1,153 @@
+"""Fakes and conformance checks that ship with the library.
+
+* :class:`ScriptedLLM` (re-exported), :class:`~deltamem.embed.HashingEmbedder`
+  and :class:`TableEmbedder` (exact vectors per text) for deterministic tests;
+* :func:`make_episode` builds small episodes;
+* :func:`check_memory` runs the memory contract on any :class:`Memory`;
+  a new memory system is "in" when it passes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from deltamem.embed.base import normalize_rows
+from deltamem.embed.hashing import HashingEmbedder
+from deltamem.errors import EmbedderError, InvalidInputError
+from deltamem.llm.scripted import ScriptedLLM
+from deltamem.memory import Memory
+from deltamem.types import Changes, Episode, Recall, Step, Task
+
+__all__ = [
+    "HashingEmbedder",
+    "ScriptedLLM",
+    "TableEmbedder",
+    "check_memory",
+    "make_episode",
+]
+
+
+class TableEmbedder:
+    """Embeds each text to the vector given for it in a table (normalised).
+
+    Unknown texts raise :class:`EmbedderError` — tests see exactly which texts
+    were embedded. ``default`` (a callable text → vector) may fill the gaps.
+    """
+
+    def __init__(
+        self,
+        table: Mapping[str, Sequence[float]],
+        *,
+        name: str = "table",
+        default: Callable[[str], Sequence[float]] | None = None,
+    ) -> None:
+        if not table and default is None:
+            raise EmbedderError("TableEmbedder needs at least one vector or a default")
+        dims = {len(v) for v in table.values()}
+        if len(dims) > 1:
+            raise EmbedderError(f"vectors of different widths: {sorted(dims)}")
+        self.table = {k: np.asarray(v, dtype=np.float32) for k, v in table.items()}
+        self.default = default
+        self.dim = dims.pop() if dims else len(default("")) if default else 0
+        self.name = f"{name}-{self.dim}"
+
+    def _vec(self, text: str) -> np.ndarray:
+        if text in self.table:
+            return self.table[text]
+        if self.default is not None:
+            return np.asarray(self.default(text), dtype=np.float32)
+        raise EmbedderError(f"TableEmbedder has no vector for {text!r}")
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return normalize_rows(np.stack([self._vec(t) for t in texts]))
+
+    embed_passages = embed_queries
+
+
+def make_episode(
+    goal: str = "put a clean apple in fridge",
+    *,
+    scene: str = "You are in the middle of a room. Looking quickly around you, you see a "
+    "countertop 1, a fridge 1 and a sinkbasin 1.",
+    actions: Sequence[tuple[str, str]] = (
+        ("go to countertop 1", "On the countertop 1, you see a apple 1, and a knife 1."),
+        ("take apple 1 from countertop 1", "You pick up the apple 1 from the countertop 1."),
+        ("go to sinkbasin 1", "On the sinkbasin 1, you see nothing."),
+        ("clean apple 1 with sinkbasin 1", "You clean the apple 1 using the sinkbasin 1."),
+        ("go to fridge 1", "The fridge 1 is closed."),
+        ("open fridge 1", "You open the fridge 1. The fridge 1 is open. In it, you see a egg 1."),
+        ("put apple 1 in/on fridge 1", "You put the apple 1 in/on the fridge 1."),
+    ),
+    success: bool = True,
+    reward: float | None = None,
+    domain: str = "alfworld",
+    task_id: str = "task-0",
+    episode_id: str | None = None,
+) -> Episode:
+    """A small household-style episode (defaults: a successful clean-and-place task)."""
+    task = Task(
+        id=task_id,
+        goal=goal,
+        scene=scene,
+        domain=domain,
+        split="test",
+        observation=scene + "\nYour task is to: " + goal,
+        max_steps=30,
+    )
+    steps = tuple(Step(action=a, observation=o) for a, o in actions)
+    kwargs = {} if episode_id is None else {"id": episode_id}
+    return Episode(
+        task,
+        steps,
+        success=success,
+        reward=(1.0 if success else 0.0) if reward is None else reward,
+        max_steps=30,
+        **kwargs,
+    )
+
+
+def check_memory(memory: Memory, *, task: Task | None = None) -> None:
+    """Run the :class:`~deltamem.memory.Memory` contract on ``memory``.
+
+    Checks: recall returns a Recall and does not change stats; learn returns
+    Changes; learn rejects malformed episodes (empty trajectory, NaN reward)
+    with InvalidInputError and changes nothing; stats is JSON-like; observe is
+    callable. Raises AssertionError naming the broken rule. ``memory`` is
+    written to: pass a throwaway instance.
+    """
+    import json
+
+    ep = make_episode()
+    task = task or ep.task
+    before = json.dumps(memory.stats(), sort_keys=True, default=str)
+    r = memory.recall(task)
+    assert isinstance(r, Recall), "recall must return a Recall"
+    assert json.dumps(memory.stats(), sort_keys=True, default=str) == before, (
+        "recall must not change what is stored"
+    )
+    json.dumps(r.to_dict())  # details must be serialisable
+    for bad in (
+        Episode(task, (), success=True, reward=1.0),
+        Episode(task, ep.steps, success=True, reward=math.nan),
+    ):
+        try:
+            memory.learn(bad, r)
+        except InvalidInputError:
+            pass
+        else:
+            raise AssertionError("learn must reject a malformed episode with InvalidInputError")
+        assert json.dumps(memory.stats(), sort_keys=True, default=str) == before, (
+            "a rejected learn must leave the memory unchanged"
+        )
+    changes = memory.learn(ep, r)
+    assert isinstance(changes, Changes), "learn must return Changes"
+    assert memory.observe(ep.steps[0]) is None or isinstance(memory.observe(ep.steps[0]), Recall)
+    r2 = memory.recall(task)
+    assert isinstance(r2, Recall)
+    try:
+        json.dumps(memory.stats())
+    except TypeError as e:  # pragma: no cover - message path
+        raise AssertionError(f"stats must be JSON-serialisable: {e}") from e

@@ -1,0 +1,21 @@
+"""Shared fixtures: deterministic embedders, scripted LLMs, small episodes."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("dev", max_examples=30, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture
+def embedder():
+    from deltamem.embed import HashingEmbedder
+
+    return HashingEmbedder(dim=256)
