@@ -105,12 +105,15 @@ def test_failure_penalty_changes_which_node_wins():
     mem0.learn(make_episode("success goal", episode_id="s"))
     mem0.learn(make_episode("failed goal", success=False, episode_id="f"))
     r0 = mem0.recall(q)
-    assert next(n for n in mem0.nodes("task") if n.id == r0.details["task"]["node_id"]).trigger \
+    assert (
+        next(n for n in mem0.nodes("task") if n.id == r0.details["task"]["node_id"]).trigger
         == "failed goal"
+    )
 
 
 def ladder(n: int) -> TableEmbedder:
     """g0..g{n-1} on a circle, each nearest to the one before it (10° apart)."""
+
     def at(deg: float) -> list[float]:
         v = [0.0] * 64
         v[0], v[1] = math.cos(math.radians(deg)), math.sin(math.radians(deg))
@@ -120,8 +123,11 @@ def ladder(n: int) -> TableEmbedder:
 
 
 def _variant_steps(i: int) -> tuple[tuple[str, str], ...]:
-    return ((f"go to shelf {i}", "You arrive."), (f"examine vase{i} 1", "A vase."),
-            (f"use tool{i} 1", "Done."))
+    return (
+        (f"go to shelf {i}", "You arrive."),
+        (f"examine vase{i} 1", "A vase."),
+        (f"use tool{i} 1", "Done."),
+    )
 
 
 def test_attachment_at_d_max_becomes_sibling():
@@ -153,7 +159,9 @@ def test_recall_chain_runs_root_to_match():
     assert [nodes[i].depth for i in chain] == [1, 2, 3]
     assert [it.role for it in r.items] == ["base", "delta", "delta"]
     text = r.text
-    assert text.index("[Base Skill]") < text.index("[Skill Delta 1]") < text.index("[Skill Delta 2]")
+    assert (
+        text.index("[Base Skill]") < text.index("[Skill Delta 1]") < text.index("[Skill Delta 2]")
+    )
     assert r.items[-1].score is not None and r.items[0].score is None
 
 
@@ -180,7 +188,11 @@ def test_kth_success_hit_consolidates_and_state_survives_reload(tmp_path):
     assert [c.kind for c in ch2] == ["skipped", "hit", "consolidated"]
     nodes = mem.nodes("task")
     new_root = nodes[-1]
-    assert (new_root.kind, new_root.origin, new_root.source) == ("ROOT", "consolidated", residual.id)
+    assert (new_root.kind, new_root.origin, new_root.source) == (
+        "ROOT",
+        "consolidated",
+        residual.id,
+    )
     proc = new_root.payload.procedure
     assert "4. clean apple with sinkbasin" in proc  # base content
     assert "11. heat apple with microwave" in proc  # delta content, renumbered after the base
@@ -188,7 +200,9 @@ def test_kth_success_hit_consolidates_and_state_survives_reload(tmp_path):
     assert marked.consolidated and marked.success_hits == 2
     # Phase 3: the next query matches R* directly
     r = mem.recall(Task(id="q", goal="variant goal", domain="alfworld"))
-    assert r.details["task"]["node_id"] == new_root.id and r.details["task"]["chain"] == [new_root.id]
+    assert r.details["task"]["node_id"] == new_root.id and r.details["task"]["chain"] == [
+        new_root.id
+    ]
     # a further success on R* (a ROOT) never re-consolidates
     mem.learn(make_episode("variant goal", actions=OTHER_STEPS, episode_id="e4"))
     assert len(mem.nodes("task")) == 3
@@ -221,12 +235,18 @@ def test_both_switches_off_is_a_config_error():
     "episode, error",
     [
         (Episode(make_episode().task, (), success=True, reward=1.0), InvalidInputError),
-        (Episode(make_episode().task, make_episode().steps, success=True, reward=float("nan")),
-         InvalidInputError),
-        (Episode(Task(id="x", goal="g", domain="no-such-domain"), (Step("a", "b"),), True, 1.0),
-         ConfigError),
-        (Episode(Task(id="x", goal="  ", domain="alfworld"), (Step("a", "b"),), True, 1.0),
-         InvalidInputError),
+        (
+            Episode(make_episode().task, make_episode().steps, success=True, reward=float("nan")),
+            InvalidInputError,
+        ),
+        (
+            Episode(Task(id="x", goal="g", domain="no-such-domain"), (Step("a", "b"),), True, 1.0),
+            ConfigError,
+        ),
+        (
+            Episode(Task(id="x", goal="  ", domain="alfworld"), (Step("a", "b"),), True, 1.0),
+            InvalidInputError,
+        ),
     ],
 )
 def test_bad_episodes_raise_and_leave_the_bank_unchanged(episode, error):
@@ -254,8 +274,11 @@ class RejectingExtractor:
     name = "rejecting"
 
     def extract(self, role, episode, chain, domain):
-        raise ExtractionError("activation_condition: 'x' * 5000 is too long", role=role,
-                              raw='{"activation_condition": "xxxx"}')
+        raise ExtractionError(
+            "activation_condition: 'x' * 5000 is too long",
+            role=role,
+            raw='{"activation_condition": "xxxx"}',
+        )
 
     def consolidate(self, tree, chain, domain):  # pragma: no cover - not reached
         raise AssertionError

@@ -16,22 +16,32 @@ from deltamem.store import SCHEMA_VERSION, SQLiteStore, export_jsonl, read_jsonl
 from deltamem.testing import make_episode
 
 H = HashingEmbedder(dim=32)
-GOALS = ["put a clean apple in fridge", "put a hot apple in fridge", "heat some egg and put it "
-         "in garbagecan", "examine the book with the desklamp", "put two cellphone in sofa"]
+GOALS = [
+    "put a clean apple in fridge",
+    "put a hot apple in fridge",
+    "heat some egg and put it in garbagecan",
+    "examine the book with the desklamp",
+    "put two cellphone in sofa",
+]
 SCENES = ["kitchen with a fridge 1 and a countertop 1", "bedroom with a desk 1 and a bed 1"]
-ACTIONS = [("go to countertop 1", "On the countertop 1, you see a apple 1."),
-           ("take apple 1 from countertop 1", "You pick up the apple 1."),
-           ("go to desk 1", "On the desk 1, you see a book 2, and a desklamp 1."),
-           ("use desklamp 1", "You turn on the desklamp 1."),
-           ("open fridge 1", "You open the fridge 1. The fridge 1 is open. In it, you see a egg 1."),
-           ("jump", "Nothing happened.")]
+ACTIONS = [
+    ("go to countertop 1", "On the countertop 1, you see a apple 1."),
+    ("take apple 1 from countertop 1", "You pick up the apple 1."),
+    ("go to desk 1", "On the desk 1, you see a book 2, and a desklamp 1."),
+    ("use desklamp 1", "You turn on the desklamp 1."),
+    ("open fridge 1", "You open the fridge 1. The fridge 1 is open. In it, you see a egg 1."),
+    ("jump", "Nothing happened."),
+]
 
 episodes = st.lists(
     st.tuples(
-        st.sampled_from(GOALS), st.sampled_from(SCENES),
-        st.lists(st.sampled_from(ACTIONS), min_size=1, max_size=5), st.booleans(),
+        st.sampled_from(GOALS),
+        st.sampled_from(SCENES),
+        st.lists(st.sampled_from(ACTIONS), min_size=1, max_size=5),
+        st.booleans(),
     ),
-    min_size=1, max_size=14,
+    min_size=1,
+    max_size=14,
 )
 
 
@@ -88,7 +98,8 @@ def test_export_import_export_is_identical(tmp_path_factory, seq):
 
 def test_export_round_trips_hits_and_consolidation(tmp_path):
     seq = [("put a hot apple in fridge", SCENES[0], ACTIONS[:2], True)] * 1 + [
-        ("put a hot apple in fridge", SCENES[0], ACTIONS[:4], True)] * 4
+        ("put a hot apple in fridge", SCENES[0], ACTIONS[:4], True)
+    ] * 4
     mem = build(seq, tau_task=0.5, tau_env=0.5)
     assert any(n.consolidated for n in mem.nodes("task"))
     export_jsonl(mem.store, tmp_path / "x.jsonl")
@@ -101,10 +112,16 @@ def test_export_round_trips_hits_and_consolidation(tmp_path):
     s2 = SQLiteStore(tmp_path / "y.db")
     s2.import_records(recs)
     m2 = DeltaMem(s2, H)
-    got = {(n.id, n.success_hits, n.consolidated, n.origin) for t in ("task", "env")
-           for n in m2.nodes(t)}
-    want = {(n.id, n.success_hits, n.consolidated, n.origin) for t in ("task", "env")
-            for n in mem.nodes(t)}
+    got = {
+        (n.id, n.success_hits, n.consolidated, n.origin)
+        for t in ("task", "env")
+        for n in m2.nodes(t)
+    }
+    want = {
+        (n.id, n.success_hits, n.consolidated, n.origin)
+        for t in ("task", "env")
+        for n in mem.nodes(t)
+    }
     assert got == want
 
 

@@ -18,8 +18,16 @@ def vec(*xs: float) -> np.ndarray:
 
 def node(i: str, e, *, parent=None, depth=1, label="SUCCESS", seq=0, kind=None) -> Node:
     return Node(
-        id=i, tree="task", kind=kind or ("ROOT" if parent is None else "RESIDUAL"), label=label,
-        parent=parent, depth=depth, trigger=i, embedding=e, payload=Payload(i, i), seq=seq,
+        id=i,
+        tree="task",
+        kind=kind or ("ROOT" if parent is None else "RESIDUAL"),
+        label=label,
+        parent=parent,
+        depth=depth,
+        trigger=i,
+        embedding=e,
+        payload=Payload(i, i),
+        seq=seq,
     )
 
 

@@ -89,11 +89,26 @@ def test_429_then_success_retries_with_backoff() -> None:
     assert 0.5 <= delays[0] <= 1.5 and 1.0 <= delays[1] <= 3.0  # jittered exponential
 
 
-def test_connection_error_is_retried() -> None:
-    server = Server([(0, httpx.ConnectError("refused")), (200, ok_body("ok"))])
+@pytest.mark.parametrize("exc", [httpx.ConnectError("refused"), httpx.ReadTimeout("slow")])
+def test_connection_error_and_timeout_are_retried(exc: Exception) -> None:
+    server = Server([(0, exc), (200, ok_body("ok"))])
     llm, delays = make(server)
     assert llm.complete(MSGS, purpose="act").text == "ok"
     assert len(server.requests) == 2 and len(delays) == 1
+
+
+def test_retry_after_header_is_honoured() -> None:
+    def handler(request: Any) -> Any:
+        if not delays:
+            return httpx.Response(429, headers={"retry-after": "7"}, json={"error": {}})
+        return httpx.Response(200, json=ok_body("ok"))
+
+    llm = OpenAICompatLLM("m", base_url="https://api.example.test/v1", backoff=0.1,
+                          http_client=httpx.Client(transport=httpx.MockTransport(handler)))
+    delays: list[float] = []
+    llm.sleep = delays.append
+    assert llm.complete(MSGS, purpose="act").text == "ok"
+    assert delays == [7.0]
 
 
 def test_500_exhausted_raises_llm_error_with_status() -> None:

@@ -1,0 +1,247 @@
+"""The ReAct agent: prompt assembly, free and constrained modes, step cap, usage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from deltamem.agents import INVALID_OBSERVATION, ReActAgent
+from deltamem.agents.prompts import build_messages, load_agent_prompts, render_history
+from deltamem.envs.base import Environment, Transition
+from deltamem.errors import ConfigError, LLMError
+from deltamem.llm import ScriptedLLM
+from deltamem.llm.base import BaseLLM, Completion
+from deltamem.types import Recall, RecallItem, Step, Task
+
+
+class LineEnv(Environment):
+    """A line of cells 0..length; reach the last cell. Records every action it is sent."""
+
+    name = "line"
+    domain = "generic"
+    splits = ("test",)
+
+    def __init__(self, length: int = 3, cap: int = 10, listed: bool = True) -> None:
+        self.length, self.cap, self.listed = length, cap, listed
+        self.pos = 0
+        self.done = False
+        self.sent: list[tuple[str, tuple[str, ...]]] = []
+
+    def task_ids(self, split: str, seed: int = 0) -> list[str]:
+        return ["t0"]
+
+    def reset(self, task_id: str) -> Task:
+        self.pos, self.done, self.sent = 0, False, []
+        return Task(id=task_id, goal="reach the end of the line", domain="generic",
+                    observation="You stand at the start of a line.", max_steps=self.cap)
+
+    def admissible_actions(self) -> list[str]:
+        if not self.listed:
+            return []
+        acts = ["look"]
+        if self.pos < self.length:
+            acts.insert(0, "go forward")
+        if self.pos > 0:
+            acts.append("go back")
+        return acts
+
+    def step(self, action: str) -> Transition:
+        if self.done:
+            raise RuntimeError("step after done")
+        self.sent.append((action, tuple(self.admissible_actions())))
+        if action == "go forward" and self.pos < self.length:
+            self.pos += 1
+        elif action == "go back" and self.pos > 0:
+            self.pos -= 1
+        elif action != "look":
+            return Transition("I do not understand.", self.pos / self.length, False, False, False)
+        self.done = self.pos == self.length
+        return Transition(f"You are at cell {self.pos}.", self.pos / self.length, self.done,
+                          self.done)
+
+
+def _play(agent: ReActAgent, env: LineEnv, recall: Recall | None = None):
+    task = env.reset("t0")
+    return agent.play(env, task, recall or Recall())
+
+
+def test_free_mode_reaches_goal_and_accounts_reward() -> None:
+    llm = ScriptedLLM(responder=lambda m, p, c: "Thought: forward.\nAction: Go Forward.")
+    env = LineEnv(length=3)
+    ep = _play(ReActAgent(llm, domain="generic"), env)
+    assert ep.success and ep.reward == pytest.approx(1.0)
+    assert [s.action for s in ep.steps] == ["go forward"] * 3
+    assert [s.thought for s in ep.steps] == ["forward."] * 3
+    assert sum(s.reward for s in ep.steps) == pytest.approx(1.0)
+    assert ep.steps[-1].done and ep.steps[0].admissible == ("go forward", "look")
+    assert ep.max_steps == 10
+
+
+def test_invalid_action_is_not_sent_and_is_counted() -> None:
+    llm = ScriptedLLM(["Action: fly away", "Thought: only a thought", "Action: go forward"],
+                      responder=lambda m, p, c: "Action: go forward")
+    env = LineEnv(length=1)
+    ep = _play(ReActAgent(llm, domain="generic"), env)
+    assert [s.valid for s in ep.steps] == [False, False, True]
+    assert ep.steps[0].observation == INVALID_OBSERVATION
+    assert ep.steps[1].action == ""
+    assert [a for a, _ in env.sent] == ["go forward"]
+    assert ep.success
+    # the model saw its invalid action and the feedback in the next prompt
+    last_prompt = llm.calls[-1][1][-1]["content"]
+    assert "Action: fly away" in last_prompt and INVALID_OBSERVATION in last_prompt
+
+
+def test_without_admissible_list_every_action_is_sent_and_env_decides_validity() -> None:
+    llm = ScriptedLLM(["Action: dance", "Action: go forward"])
+    env = LineEnv(length=1, listed=False)
+    ep = _play(ReActAgent(llm, domain="generic"), env)
+    assert [a for a, _ in env.sent] == ["dance", "go forward"]
+    assert [s.valid for s in ep.steps] == [False, True]
+
+
+@pytest.mark.parametrize(("cap", "override"), [(4, None), (10, 2), (1, None)])
+def test_step_cap_is_respected(cap: int, override: int | None) -> None:
+    llm = ScriptedLLM(responder=lambda m, p, c: "Action: look")
+    env = LineEnv(length=3, cap=cap)
+    ep = _play(ReActAgent(llm, domain="generic", max_steps=override), env)
+    expected = override if override is not None else cap
+    assert len(ep.steps) == expected == len(llm.calls) == ep.max_steps
+    assert not ep.success and ep.reward == 0.0
+
+
+def test_garbage_replies_still_stop_at_the_cap() -> None:
+    llm = ScriptedLLM(responder=lambda m, p, c: "I refuse to answer in the format.")
+    env = LineEnv(cap=5)
+    ep = _play(ReActAgent(llm, domain="generic"), env)
+    assert len(ep.steps) == 5 and not any(s.valid for s in ep.steps)
+    assert env.sent == [] and ep.reward == 0.0 and not ep.success
+
+
+def test_usage_of_the_episode_is_counted_under_act_only() -> None:
+    llm = ScriptedLLM(responder=lambda m, p, c: "Action: go forward")
+    llm.complete([{"role": "user", "content": "earlier work"}], purpose="extract")
+    ep = _play(ReActAgent(llm, domain="generic"), LineEnv(length=2))
+    assert set(ep.usage.by_purpose) == {"act"}
+    assert ep.usage.by_purpose["act"].calls == 2 == len(ep.steps)
+    assert ep.usage.by_purpose["act"].prompt_tokens > 0
+    assert llm.usage.by_purpose["extract"].calls == 1
+    assert all(purpose == "act" for purpose, _, _ in llm.calls[1:])
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.integers(min_value=0, max_value=10), min_size=1, max_size=12))
+def test_constrained_mode_only_sends_admissible_actions(picks: Sequence[int]) -> None:
+    queue = list(picks)
+
+    def pick(messages, purpose, choices):
+        assert purpose == "act" and choices
+        return choices[queue.pop(0) % len(choices)] if queue else choices[-1]
+
+    llm = ScriptedLLM(responder=pick)
+    env = LineEnv(length=3, cap=8)
+    ep = _play(ReActAgent(llm, domain="generic", constrained=True), env)
+    assert env.sent, "the env was stepped"
+    for action, _ in env.sent:
+        assert action in ("go forward", "go back", "look")
+    for step in ep.steps:
+        assert step.valid and step.action in step.admissible and step.thought == ""
+    for (_, _, choices), step in zip(llm.calls, ep.steps, strict=True):
+        assert tuple(choices) == step.admissible
+
+
+class _Liar(BaseLLM):
+    name = "liar"
+
+    def _complete(self, messages, *, schema, choices, max_tokens, temperature, purpose):
+        return Completion(text="teleport home", prompt_tokens=1, completion_tokens=1)
+
+
+def test_constrained_mode_rejects_a_backend_that_ignores_choices() -> None:
+    env = LineEnv()
+    with pytest.raises(LLMError, match="not one of the offered choices"):
+        _play(ReActAgent(_Liar(), domain="generic", constrained=True), env)
+    assert env.sent == []
+
+
+def test_constrained_mode_needs_admissible_actions() -> None:
+    with pytest.raises(ConfigError, match="needs admissible actions"):
+        _play(ReActAgent(ScriptedLLM(), domain="generic", constrained=True),
+              LineEnv(listed=False))
+
+
+def test_constrained_mode_refuses_placeholder_actions() -> None:
+    class Shop(LineEnv):
+        def admissible_actions(self) -> list[str]:
+            return ["search[<keywords>]"]
+
+    with pytest.raises(ConfigError, match="placeholders"):
+        _play(ReActAgent(ScriptedLLM(), domain="webshop", constrained=True), Shop())
+
+
+def test_recall_text_is_placed_between_example_and_task() -> None:
+    llm = ScriptedLLM(responder=lambda m, p, c: "Action: go forward")
+    recall = Recall(text="MEMORY HEADER\n[Base Skill] walk forward",
+                    items=(RecallItem("task", "n1", "walk forward", 0.9, "base"),))
+    _play(ReActAgent(llm, domain="alfworld"), LineEnv(length=1), recall)
+    system, user = llm.calls[0][1]
+    assert system["role"] == "system" and "household" in system["content"]
+    content = user["content"]
+    example_at = content.index("put a cool tomato in microwave")
+    memory_at = content.index("MEMORY HEADER")
+    task_at = content.index("You stand at the start of a line.")
+    assert example_at < memory_at < task_at
+    assert "Your goal: reach the end of the line" in content
+    assert "- go forward" in content  # short admissible lists are shown
+
+
+def test_empty_recall_leaves_memory_out() -> None:
+    llm = ScriptedLLM(responder=lambda m, p, c: "Action: go forward")
+    _play(ReActAgent(llm, domain="generic"), LineEnv(length=1))
+    content = llm.calls[0][1][1]["content"]
+    assert content.count("---") == 1  # only the separator after the example
+
+
+def test_history_is_trimmed_from_the_front_but_task_is_kept() -> None:
+    llm = ScriptedLLM(responder=lambda m, p, c: "Action: look")
+    _play(ReActAgent(llm, domain="generic", history_chars=120), LineEnv(cap=12))
+    content = llm.calls[-1][1][1]["content"]
+    assert "You stand at the start of a line." in content
+    assert "earlier steps are not shown" in content
+    assert content.count("Action: look") < 11
+
+
+def test_render_history_keeps_newest_and_marks_dropped() -> None:
+    steps = [Step(f"a{i}", "o" * 50) for i in range(5)]
+    text = render_history(steps, max_chars=0)
+    assert text.startswith("[4 earlier steps are not shown.]") and "Action: a4" in text
+    assert render_history(steps, max_chars=10_000).count("Action:") == 5
+    assert render_history([], 100) == ""
+
+
+@pytest.mark.parametrize("domain", ["alfworld", "scienceworld", "webshop", "textworld", "generic"])
+def test_every_domain_has_templates(domain: str) -> None:
+    p = load_agent_prompts(domain)
+    assert "Action" in p.instruction and p.example.startswith("Task:")
+    msgs = build_messages(p, Task(id="x", goal="g", observation="o"), Recall(), [], ["look"],
+                          constrained=False, history_chars=100, max_listed_actions=0)
+    assert "Available actions" not in msgs[1]["content"]
+
+
+def test_unknown_domain_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown domain"):
+        _play(ReActAgent(ScriptedLLM(), domain="chess"), LineEnv())
+
+
+def test_play_is_deterministic_with_a_deterministic_llm() -> None:
+    def responder(messages, purpose, choices):
+        n = messages[-1]["content"].count("Observation:")
+        return "Thought: hm\nAction: look" if n % 2 else "Action: go forward"
+
+    eps = [_play(ReActAgent(ScriptedLLM(responder=responder), domain="generic"), LineEnv(4))
+           for _ in range(2)]
+    assert [s.to_dict() for s in eps[0].steps] == [s.to_dict() for s in eps[1].steps]
+    assert eps[0].usage.to_dict() == eps[1].usage.to_dict()

@@ -1,0 +1,309 @@
+"""The benchmark runner: protocols, the episode log, resume and exactly-once learning."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench_toys import CorridorEnv, Faults, FileMemory
+
+from deltamem.bench import RunConfig, read_episodes, run
+from deltamem.bench.results import EpisodeLog
+from deltamem.errors import ConfigError, StoreError
+from deltamem.llm import ScriptedLLM
+from deltamem.memories import register_memory
+
+
+@pytest.fixture
+def faults() -> Faults:
+    f = Faults()
+    register_memory("test-file", lambda **kw: FileMemory(kw.get("bank"), f))
+    return f
+
+
+def _llm() -> ScriptedLLM:
+    return ScriptedLLM(responder=lambda m, p, c: "Thought: the exit is east.\nAction: go east")
+
+
+def _config(tmp_path: Path, **kw: Any) -> RunConfig:
+    base: dict[str, Any] = {"run_dir": tmp_path / "run", "env": "corridor", "split": "test",
+                            "llm": "scripted", "memory": "test-file", "episodes": 5}
+    return RunConfig(**{**base, **kw})
+
+
+def _run(config: RunConfig, **kw: Any):
+    env = kw.pop("env", CorridorEnv())
+    return run(config, env=env, llm=kw.pop("llm", _llm()), progress=kw.pop("progress", False))
+
+
+def _lines(config: RunConfig) -> list[dict[str, Any]]:
+    return read_episodes(Path(config.run_dir) / "episodes.jsonl")
+
+
+def _bank(config: RunConfig, name: str = "bank.db") -> dict[str, Any]:
+    return json.loads((Path(config.run_dir) / name).read_text())
+
+
+def test_online_run_writes_one_line_per_episode(tmp_path: Path) -> None:
+    config = _config(tmp_path, memory="none")
+    result = _run(config)
+    lines = _lines(config)
+    assert [r["index"] for r in lines] == list(range(5)) == [r["position"] for r in lines]
+    assert result.episodes == 5 and result.resumed_from == 0
+    order = CorridorEnv().task_ids("test", seed=0)[:5]
+    assert [r["task_id"] for r in lines] == order
+    for r in lines:
+        assert r["phase"] == "online" and r["split"] == "test" and r["learned"] is True
+        assert r["success"] == (int(r["task_id"].split("-")[1]) % 2 == 0)
+        assert r["usage"]["act"]["calls"] == r["steps"]
+        assert r["invalid_actions"] == (0 if r["success"] else r["steps"])
+        assert r["changes"] == [] and r["bank"] == {"units": 0}
+        assert r["recall"] == {"chars": 0, "items": []}
+    summary = result.phase("online")
+    assert summary.episodes == 5
+    assert summary.success_rate == sum(r["success"] for r in lines) / 5
+    run_dir = Path(config.run_dir)
+    assert RunConfig.from_json_file(run_dir / "config.json") == config
+    versions = json.loads((run_dir / "versions.json").read_text())
+    assert versions[0]["start_index"] == 0 and "pydantic" in versions[0]["packages"]
+
+
+def test_memory_changes_recall_and_bank_size_are_recorded(tmp_path: Path, faults: Faults) -> None:
+    config = _config(tmp_path, episodes=2)
+    _run(config)
+    lines = _lines(config)
+    assert [r["bank"]["units"] for r in lines] == [1, 2]
+    assert lines[0]["changes"] == [{"kind": "written", "source": "file", "reason": "stored",
+                                    "id": lines[0]["episode_id"]}]
+    assert _bank(config)["learned"] == [r["episode_id"] for r in lines]
+
+
+def test_recall_items_are_recorded(tmp_path: Path, faults: Faults) -> None:
+    first = _config(tmp_path / "a", episodes=3)
+    _run(first)
+    config = _config(tmp_path / "b", episodes=3, frozen=True,
+                     init_bank=Path(first.run_dir) / "bank.db")
+    _run(config)
+    lines = _lines(config)
+    learned = _bank(first)["learned"]
+    for i, r in enumerate(lines):
+        assert r["learned"] is False and r["changes"] == []
+        assert r["recall"]["items"] == [{"source": "file", "id": learned[i], "score": 1.0,
+                                         "role": "base"}]
+        assert r["recall"]["chars"] > 0
+    init = (Path(first.run_dir) / "bank.db").read_bytes()
+    assert (Path(config.run_dir) / "bank.db").read_bytes() == init
+
+
+@pytest.mark.parametrize("report_last", [True, False])
+def test_resume_after_a_crash_before_the_commit(
+    tmp_path: Path, faults: Faults, report_last: bool
+) -> None:
+    faults.report_last_episode = report_last
+    faults.raise_before_commit_at = 2
+    config = _config(tmp_path)
+    with pytest.raises(RuntimeError, match="before commit"):
+        _run(config)
+    assert len(_lines(config)) == 2
+    progress = json.loads((Path(config.run_dir) / "progress.json").read_text())
+    assert progress["index"] == 2 and progress["state"] == "learning"
+
+    faults.raise_before_commit_at = None
+    env = CorridorEnv()
+    result = _run(config, env=env)
+    lines = _lines(config)
+    assert [r["index"] for r in lines] == list(range(5))
+    assert result.resumed_from == 2 and result.episodes == 5
+    assert env.resets == 2, "the interrupted episode is learned again, not replayed"
+    assert lines[2]["episode_id"] == progress["episode"]["id"]
+    assert "redone" in lines[2]["recovered"]
+    learned = _bank(config)["learned"]
+    assert learned == [r["episode_id"] for r in lines]
+    assert len(set(learned)) == 5
+    assert faults.calls.count(lines[2]["episode_id"]) == 2  # failed once, committed once
+
+
+def test_resume_after_a_crash_after_the_commit_does_not_learn_twice(
+    tmp_path: Path, faults: Faults
+) -> None:
+    faults.raise_after_commit_at = 2
+    config = _config(tmp_path)
+    with pytest.raises(RuntimeError, match="after commit"):
+        _run(config)
+    faults.raise_after_commit_at = None
+    _run(config)
+    lines = _lines(config)
+    assert [r["index"] for r in lines] == list(range(5))
+    learned = _bank(config)["learned"]
+    assert learned == [r["episode_id"] for r in lines]
+    assert len(faults.calls) == 5 == len(set(faults.calls))
+    assert lines[2]["changes"] is None and "committed" in lines[2]["recovered"]
+    assert lines[2]["bank"]["units"] == 3
+
+
+def test_ambiguous_crash_is_refused_rather_than_guessed(tmp_path: Path, faults: Faults) -> None:
+    faults.report_last_episode = False
+    faults.raise_after_commit_at = 1
+    config = _config(tmp_path)
+    with pytest.raises(RuntimeError):
+        _run(config)
+    faults.raise_after_commit_at = None
+    with pytest.raises(StoreError, match="cannot tell"):
+        _run(config)
+    assert len(_lines(config)) == 1
+    assert len(_bank(config)["learned"]) == 2
+
+
+def test_crash_while_writing_the_line_is_completed_from_progress(
+    tmp_path: Path, faults: Faults, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = EpisodeLog.append
+    calls = {"n": 0}
+
+    def flaky(self: EpisodeLog, record: dict[str, Any]) -> None:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError("disk full")
+        original(self, record)
+
+    config = _config(tmp_path)
+    monkeypatch.setattr(EpisodeLog, "append", flaky)
+    with pytest.raises(OSError, match="disk full"):
+        _run(config)
+    monkeypatch.setattr(EpisodeLog, "append", original)
+    env = CorridorEnv()
+    _run(config, env=env)
+    lines = _lines(config)
+    assert [r["index"] for r in lines] == list(range(5))
+    assert env.resets == 2
+    assert lines[2]["recovered"] == "line rewritten from progress.json"
+    assert lines[2]["changes"][0]["kind"] == "written"
+    assert len(faults.calls) == 5 == len(set(faults.calls))
+    assert _bank(config)["learned"] == [r["episode_id"] for r in lines]
+
+
+def test_torn_last_line_is_dropped_and_the_episode_completed(
+    tmp_path: Path, faults: Faults
+) -> None:
+    config = _config(tmp_path, episodes=3)
+    _run(config)
+    path = Path(config.run_dir) / "episodes.jsonl"
+    data = path.read_bytes()
+    cut = data.rstrip(b"\n").rfind(b"\n") + 1
+    path.write_bytes(data[: cut + 25])  # half of the last line, no newline
+    assert len(read_episodes(path)) == 2
+    _run(config)
+    lines = _lines(config)
+    assert [r["index"] for r in lines] == [0, 1, 2]
+    assert path.read_bytes().count(b"\n") == 3
+    assert len(faults.calls) == 3 == len(set(faults.calls))
+    assert _bank(config)["learned"] == [r["episode_id"] for r in lines]
+
+
+def test_torn_line_of_a_frozen_episode_is_played_again(tmp_path: Path) -> None:
+    config = _config(tmp_path, memory="none", frozen=True, episodes=3)
+    _run(config)
+    path = Path(config.run_dir) / "episodes.jsonl"
+    data = path.read_bytes()
+    path.write_bytes(data[:-10])
+    env = CorridorEnv()
+    _run(config, env=env)
+    assert env.resets == 1
+    assert [r["index"] for r in _lines(config)] == [0, 1, 2]
+
+
+def test_corrupt_middle_line_is_an_error(tmp_path: Path) -> None:
+    config = _config(tmp_path, memory="none", episodes=3)
+    _run(config)
+    path = Path(config.run_dir) / "episodes.jsonl"
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = b"{not json"
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(StoreError, match="unreadable line 2"):
+        read_episodes(path)
+    with pytest.raises(StoreError):
+        _run(config)
+
+
+def test_an_online_run_can_be_extended(tmp_path: Path) -> None:
+    _run(_config(tmp_path, memory="none", episodes=2))
+    result = _run(_config(tmp_path, memory="none", episodes=4))
+    assert result.resumed_from == 2 and result.episodes == 4
+    versions = json.loads((tmp_path / "run" / "versions.json").read_text())
+    assert [v["start_index"] for v in versions] == [0, 2]
+
+
+def test_a_different_configuration_is_refused(tmp_path: Path) -> None:
+    _run(_config(tmp_path, memory="none", episodes=2))
+    with pytest.raises(ConfigError, match="differs in: seed"):
+        _run(_config(tmp_path, memory="none", episodes=2, seed=3))
+
+
+def test_too_many_episodes_or_unknown_split_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="has 8 tasks"):
+        _run(_config(tmp_path / "a", memory="none", episodes=9))
+    with pytest.raises(ConfigError, match="no split"):
+        _run(_config(tmp_path / "b", memory="none", split="dev"))
+
+
+def test_train_to_test_starts_both_modes_from_the_built_bank(
+    tmp_path: Path, faults: Faults
+) -> None:
+    config = _config(tmp_path, protocol="train-to-test", train_episodes=3, episodes=2)
+    result = _run(config)
+    lines = _lines(config)
+    assert [r["phase"] for r in lines] == ["build"] * 3 + ["frozen"] * 2 + ["unfrozen"] * 2
+    assert [r["split"] for r in lines] == ["train"] * 3 + ["test"] * 4
+    assert [r["position"] for r in lines] == [0, 1, 2, 0, 1, 0, 1]
+    assert [r["learned"] for r in lines] == [True] * 3 + [False] * 2 + [True] * 2
+    run_dir = Path(config.run_dir)
+    assert (run_dir / "bank-frozen.db").read_bytes() == (run_dir / "bank.db").read_bytes()
+    assert len(_bank(config, "bank-unfrozen.db")["learned"]) == 5
+    assert [p.phase for p in result.phases] == ["build", "frozen", "unfrozen"]
+    assert result.phase("frozen").bank_size == 3 and result.phase("unfrozen").bank_size == 5
+
+
+def test_train_to_test_resumes_inside_the_unfrozen_phase(tmp_path: Path, faults: Faults) -> None:
+    config = _config(tmp_path, protocol="train-to-test", train_episodes=3, episodes=3)
+    faults.raise_before_commit_at = 4  # 3 built + 1 unfrozen learned
+    with pytest.raises(RuntimeError):
+        _run(config)
+    assert len(_lines(config)) == 7
+    faults.raise_before_commit_at = None
+    _run(config)
+    lines = _lines(config)
+    assert len(lines) == 9
+    run_dir = Path(config.run_dir)
+    assert (run_dir / "bank-frozen.db").read_bytes() == (run_dir / "bank.db").read_bytes()
+    unfrozen = _bank(config, "bank-unfrozen.db")["learned"]
+    assert unfrozen == [r["episode_id"] for r in lines if r["phase"] in ("build", "unfrozen")]
+
+
+def test_frozen_phase_detects_a_memory_that_writes_on_recall(
+    tmp_path: Path, faults: Faults
+) -> None:
+    faults.write_on_recall = True
+    config = _config(tmp_path, protocol="train-to-test", train_episodes=2, episodes=1,
+                     eval_modes=("frozen",))
+    with pytest.raises(StoreError, match="recall must be read-only"):
+        _run(config)
+
+
+def test_constrained_config_reaches_the_agent(tmp_path: Path) -> None:
+    config = _config(tmp_path, memory="none", constrained=True)
+    result = _run(config, llm=ScriptedLLM())  # picks the first admissible action
+    assert result.phase("online").success_rate == 1.0
+
+
+def test_progress_bar_runs(tmp_path: Path) -> None:
+    result = _run(_config(tmp_path, memory="none", episodes=2), progress=True)
+    assert result.episodes == 2
+
+
+def test_config_must_be_valid(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="frozen applies to the online protocol"):
+        _config(tmp_path, protocol="train-to-test", frozen=True)
+    with pytest.raises(ValueError):
+        _config(tmp_path, episodes=0)
