@@ -266,6 +266,8 @@ class StructuralExtractor:
                 target = m.group(1)
             for place, listing in _SEE.findall(obs):
                 place = abstract_text(place).lower().strip()
+                if place in ("it", "there", "here"):
+                    continue  # "In it, you see ..." is handled with the action's target
                 if place.startswith("middle of"):
                     items = _split_items(listing)
                     if items:

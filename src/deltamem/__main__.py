@@ -1,0 +1,5 @@
+"""``python -m deltamem`` runs the CLI."""
+
+from deltamem.cli import main
+
+main()

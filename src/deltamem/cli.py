@@ -1,0 +1,175 @@
+"""The ``deltamem`` command line: thin wrappers around library functions.
+
+Library errors (:class:`~deltamem.errors.DeltaMemError`) become a red one-line
+message and exit code 1 here, and only here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from deltamem.errors import DeltaMemError
+
+app = typer.Typer(
+    name="deltamem",
+    help="Experience memory for LLM agents: inspect banks, run benchmarks, compare memories.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+tree_app = typer.Typer(help="Look at the residual trees of a bank.", no_args_is_help=True)
+app.add_typer(tree_app, name="tree")
+
+console = Console()
+err = Console(stderr=True)
+
+BankArg = Annotated[Path, typer.Argument(help="Path of a memory bank (.db file).")]
+
+
+def _open_readonly(bank: Path):
+    from deltamem.memories.deltamem import DeltaMem
+
+    return DeltaMem.open(bank, embedder=None, readonly=True)
+
+
+def _short(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@tree_app.command("show")
+def tree_show(
+    bank: BankArg,
+    which: Annotated[str, typer.Option("--tree", help="task, env or both.")] = "both",
+    width: Annotated[int, typer.Option(help="Characters of trigger text shown.")] = 70,
+    full: Annotated[bool, typer.Option(help="Also print each node's payload.")] = False,
+) -> None:
+    """Print both trees: kind, label, depth, success hits, consolidated, trigger."""
+    if which not in ("task", "env", "both"):
+        raise DeltaMemError(f"--tree must be task, env or both, not {which!r}")
+    mem = _open_readonly(bank)
+    try:
+        for name in ("task", "env") if which == "both" else (which,):
+            nodes = mem.nodes(name)  # type: ignore[arg-type]
+            title = "Task-Tree (skills)" if name == "task" else "Env-Tree (knowledge)"
+            root = Tree(f"[bold]{title}[/bold] — {len(nodes)} nodes")
+            handles = {}
+            for n in nodes:
+                colour = "green" if n.label == "SUCCESS" else "red"
+                flags = []
+                if n.consolidated:
+                    flags.append("[magenta]consolidated[/magenta]")
+                if n.origin == "consolidated":
+                    flags.append(f"[magenta]R* of {n.source[:8] if n.source else '?'}[/magenta]")
+                label = (
+                    f"[{colour}]{n.kind} {n.label}[/{colour}] d={n.depth} hits={n.success_hits} "
+                    f"{' '.join(flags)} [dim]{n.id[:8]}[/dim] "
+                    f"“{_short(n.trigger, width)}”"
+                ).replace("  ", " ")
+                parent = handles.get(n.parent, root)
+                h = parent.add(label)
+                if full:
+                    h.add(f"[dim]when:[/dim] {_short(n.payload.activation, 200)}")
+                    h.add(f"[dim]what:[/dim] {_short(n.payload.procedure, 400)}")
+                handles[n.id] = h
+            console.print(root)
+    finally:
+        mem.close()
+
+
+@app.command()
+def stats(
+    bank: BankArg,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+) -> None:
+    """Node counts by tree, depth, kind and label; average whitespace tokens per ROOT/RESIDUAL."""
+    mem = _open_readonly(bank)
+    try:
+        s = mem.stats()
+        meta = mem.store.meta()
+    finally:
+        mem.close()
+    if as_json:
+        console.print_json(json.dumps({"bank": str(bank), "meta": meta, **s}))
+        return
+    console.print(
+        f"[bold]{bank}[/bold]  embedder {meta.get('embedder_name')} (dim "
+        f"{meta.get('embedder_dim')}), schema v{meta.get('schema_version')}, "
+        f"domain {meta.get('config', {}).get('domain')}, "
+        f"{s['episodes_learned']} episodes learned, {s['rejections']} rejected outputs"
+    )
+    t = Table("tree", "nodes", "ROOT", "RESIDUAL", "SUCCESS", "FAILURE", "consolidated", "by depth")
+    for name in ("task", "env"):
+        k, lab = s["kind"][name], s["label"][name]
+        depth = ", ".join(f"{d}:{c}" for d, c in s["depth_histogram"][name].items()) or "-"
+        t.add_row(
+            name,
+            str(s["nodes"][name]),
+            str(k.get("ROOT", 0)),
+            str(k.get("RESIDUAL", 0)),
+            str(lab.get("SUCCESS", 0)),
+            str(lab.get("FAILURE", 0)),
+            str(s["consolidated"][name]),
+            depth,
+        )
+    console.print(t)
+    tok = s["avg_tokens"]
+    console.print(
+        f"avg whitespace tokens per node (paper Table 5): ROOT {tok['ROOT']}, "
+        f"RESIDUAL {tok['RESIDUAL']}"
+    )
+
+
+@app.command("export")
+def export_cmd(
+    bank: BankArg,
+    out: Annotated[Path, typer.Argument(help="JSONL file to write.")],
+) -> None:
+    """Write every record of a bank (meta, nodes, logs) to a JSONL file."""
+    from deltamem.store import SQLiteStore, export_jsonl
+
+    store = SQLiteStore(bank, readonly=True)
+    try:
+        n = export_jsonl(store, out)
+    finally:
+        store.close()
+    console.print(f"wrote {n} records to {out}")
+
+
+@app.command("import")
+def import_cmd(
+    source: Annotated[Path, typer.Argument(help="JSONL file made by `deltamem export`.")],
+    bank: Annotated[Path, typer.Argument(help="New bank to create (must not hold nodes).")],
+) -> None:
+    """Load a JSONL export into a new bank."""
+    from deltamem.store import SQLiteStore, read_jsonl
+
+    if not source.exists():
+        raise DeltaMemError(f"no such file: {source}")
+    store = SQLiteStore(bank)
+    try:
+        n = store.import_records(read_jsonl(source))
+    finally:
+        store.close()
+    console.print(f"imported {n} nodes into {bank}")
+
+
+def main() -> None:
+    """Entry point: run the app, turning library errors into clean messages."""
+    try:
+        app()
+    except DeltaMemError as e:
+        err.print(f"[red]error:[/red] {e}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
