@@ -21,6 +21,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -169,6 +170,7 @@ class DeltaMem(Memory):
             store.init_meta(embedder.name, embedder.dim, self.config.model_dump())
         self.dim = int(store.meta().get("embedder_dim") or (embedder.dim if embedder else 0))
         self._version = -1
+        self._max_seq = 0
         self.trees: dict[TreeName, ResidualTree] = {}
         self._reload()
 
@@ -209,14 +211,33 @@ class DeltaMem(Memory):
                 "embedder, or build a new bank."
             )
 
-    def _reload(self) -> None:
-        """Load both trees from the store when another writer changed it."""
+    def _reload(self, *, force: bool = False) -> None:
+        """Bring both trees up to date with the store, incrementally.
+
+        ``PRAGMA data_version`` tells when another connection committed; our own
+        commits do not change it, so :meth:`learn` calls this with ``force=True``.
+        Nodes are append-only (ordered by ``seq``), so only rows past the last
+        seen ``seq`` are loaded; hit counts and consolidation flags of known
+        nodes are refreshed from one narrow query.
+        """
         v = self.store.version()
-        if v == self._version and self.trees:
+        if v == self._version and self.trees and not force:
             return
-        nodes = self.store.load_nodes()
-        dim = self.dim or (len(nodes[0].embedding) if nodes else 1)
-        self.trees = {t: ResidualTree(t, dim, (n for n in nodes if n.tree == t)) for t in TREES}
+        if not self.trees:
+            nodes = self.store.load_nodes()
+            dim = self.dim or (len(nodes[0].embedding) if nodes else 1)
+            self.trees = {t: ResidualTree(t, dim, (n for n in nodes if n.tree == t))
+                          for t in TREES}
+            self._max_seq = max((n.seq for n in nodes), default=0)
+        else:
+            for n in self.store.load_nodes(after_seq=self._max_seq):
+                self.trees[n.tree].add(n)
+                self._max_seq = max(self._max_seq, n.seq)
+            for node_id, tree, hits, cons in self.store.node_states():
+                t = self.trees[tree]
+                old = t.get(node_id)
+                if old.success_hits != hits or old.consolidated != cons:
+                    t.replace(replace(old, success_hits=hits, consolidated=cons))
         self._version = v
 
     def _need_embedder(self) -> Embedder:
@@ -316,8 +337,7 @@ class DeltaMem(Memory):
                 self.store.add_rejection(episode_id=episode.id, **rej)
             for plan in plans:
                 plan()
-        self._version = -1
-        self._reload()
+        self._reload(force=True)
         return Changes(tuple(changes))
 
     def _enabled(self) -> list[TreeName]:

@@ -236,9 +236,19 @@ class SQLiteStore:
             created_at=r["created_at"],
         )
 
-    def load_nodes(self) -> list[Node]:
-        rows = self._conn.execute(f"SELECT {_NODE_COLS} FROM nodes ORDER BY seq").fetchall()
+    def load_nodes(self, after_seq: int = 0) -> list[Node]:
+        """Nodes with ``seq > after_seq``, in ``seq`` order (append-only: parents first)."""
+        rows = self._conn.execute(
+            f"SELECT {_NODE_COLS} FROM nodes WHERE seq > ? ORDER BY seq", (after_seq,)
+        ).fetchall()
         return [self._row_to_node(r) for r in rows]
+
+    def node_states(self) -> list[tuple[str, str, int, bool]]:
+        """``(id, tree, success_hits, consolidated)`` of every node (the mutable fields)."""
+        rows = self._conn.execute(
+            "SELECT id, tree, success_hits, consolidated FROM nodes ORDER BY seq"
+        ).fetchall()
+        return [(r[0], r[1], int(r[2]), bool(r[3])) for r in rows]
 
     def insert_node(self, node: Node, *, keep_seq: bool = False) -> Node:
         emb = np.asarray(node.embedding, dtype="<f4").reshape(-1).tobytes()
