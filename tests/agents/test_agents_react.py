@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deltamem.agents import INVALID_OBSERVATION, ReActAgent
@@ -132,7 +132,7 @@ def test_usage_of_the_episode_is_counted_under_act_only() -> None:
     assert all(purpose == "act" for purpose, _, _ in llm.calls[1:])
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40)
 @given(st.lists(st.integers(min_value=0, max_value=10), min_size=1, max_size=12))
 def test_constrained_mode_only_sends_admissible_actions(picks: Sequence[int]) -> None:
     queue = list(picks)

@@ -142,3 +142,51 @@ class FileMemory(Memory):
         if self.faults.report_last_episode:
             out["last_episode_id"] = self.data.get("last_episode_id")
         return out
+
+
+class SqliteMemory(Memory):
+    """Stores learned episode ids in a SQLite bank in WAL mode (like the real DeltaMem store)."""
+
+    name = "test-sqlite"
+
+    def __init__(self, bank: str | None, faults: Faults) -> None:
+        import sqlite3
+
+        self.faults = faults
+        self.con = sqlite3.connect(bank or ":memory:", isolation_level=None)
+        self.con.execute("PRAGMA journal_mode=WAL")
+        self.con.execute("CREATE TABLE IF NOT EXISTS learned (n INTEGER PRIMARY KEY, id TEXT)")
+
+    def _ids(self) -> list[str]:
+        return [r[0] for r in self.con.execute("SELECT id FROM learned ORDER BY n")]
+
+    def recall(self, task: Task) -> Recall:
+        n = len(self._ids())
+        return Recall(text=f"Memory: {n} episodes.") if n else Recall()
+
+    def learn(self, episode: Episode, recall: Recall | None = None) -> Changes:
+        episode.validate()
+        self.faults.calls.append(episode.id)
+        n = len(self._ids())
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            self.con.execute("INSERT INTO learned (id) VALUES (?)", (episode.id,))
+            if self.faults.raise_before_commit_at == n:
+                raise RuntimeError("simulated crash before commit")
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        if self.faults.raise_after_commit_at == n:
+            raise RuntimeError("simulated crash after commit")
+        return Changes((Change("written", "sqlite", "stored", episode.id),))
+
+    def stats(self) -> dict[str, Any]:
+        ids = self._ids()
+        out: dict[str, Any] = {"units": len(ids)}
+        if self.faults.report_last_episode:
+            out["last_episode_id"] = ids[-1] if ids else None
+        return out
+
+    def close(self) -> None:
+        self.con.close()

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_toys import CorridorEnv, Faults, FileMemory
+from bench_toys import CorridorEnv, Faults, FileMemory, SqliteMemory
 
 from deltamem.bench import RunConfig, read_episodes, run
 from deltamem.bench.results import EpisodeLog
@@ -243,9 +243,11 @@ def test_a_different_configuration_is_refused(tmp_path: Path) -> None:
 
 def test_too_many_episodes_or_unknown_split_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="has 8 tasks"):
-        _run(_config(tmp_path / "a", memory="none", episodes=9))
+        _run(_config(tmp_path, memory="none", episodes=9))
     with pytest.raises(ConfigError, match="no split"):
-        _run(_config(tmp_path / "b", memory="none", split="dev"))
+        _run(_config(tmp_path, memory="none", split="dev"))
+    # nothing was recorded, so the corrected configuration may use the same run_dir
+    assert _run(_config(tmp_path, memory="none", episodes=2)).episodes == 2
 
 
 def test_train_to_test_starts_both_modes_from_the_built_bank(
@@ -293,7 +295,12 @@ def test_frozen_phase_detects_a_memory_that_writes_on_recall(
 
 def test_constrained_config_reaches_the_agent(tmp_path: Path) -> None:
     config = _config(tmp_path, memory="none", constrained=True)
-    result = _run(config, llm=ScriptedLLM())  # picks the first admissible action
+
+    def towards_exit(messages, purpose, choices):
+        assert choices is not None
+        return "go west" if "west exit" in messages[-1]["content"] else "go east"
+
+    result = _run(config, llm=ScriptedLLM(responder=towards_exit))
     assert result.phase("online").success_rate == 1.0
 
 
@@ -307,3 +314,52 @@ def test_config_must_be_valid(tmp_path: Path) -> None:
         _config(tmp_path, protocol="train-to-test", frozen=True)
     with pytest.raises(ValueError):
         _config(tmp_path, episodes=0)
+
+
+def test_llm_built_from_the_spec_records_into_the_run_cache(tmp_path: Path) -> None:
+    config = _config(tmp_path, memory="none", constrained=True, episodes=2)
+    first = run(config, env=CorridorEnv(), progress=False)  # "scripted": first choice
+    cache = Path(config.run_dir) / "llm-cache.jsonl"
+    assert cache.stat().st_size > 0
+    replayed = _config(tmp_path / "b", memory="none", constrained=True, episodes=2,
+                       llm_options={"cache_mode": "replay"})
+    Path(replayed.run_dir).mkdir(parents=True)
+    (Path(replayed.run_dir) / "llm-cache.jsonl").write_bytes(cache.read_bytes())
+    second = run(replayed, env=CorridorEnv(), progress=False)
+    assert second.phases == first.phases
+
+
+@pytest.mark.parametrize("fault", ["before", "after"])
+def test_resume_with_a_sqlite_bank_that_reports_no_last_episode(
+    tmp_path: Path, fault: str
+) -> None:
+    faults = Faults(report_last_episode=False)
+    register_memory("test-sqlite", lambda **kw: SqliteMemory(kw.get("bank"), faults))
+    setattr(faults, f"raise_{fault}_commit_at", 2)
+    config = _config(tmp_path, memory="test-sqlite")
+    with pytest.raises(RuntimeError, match=f"{fault} commit"):
+        _run(config)
+    setattr(faults, f"raise_{fault}_commit_at", None)
+    if fault == "after":  # committed, and nothing says so: refuse to guess
+        with pytest.raises(StoreError, match="cannot tell"):
+            _run(config)
+        return
+    # closing the bank checkpointed its WAL (other bytes, same content): learn is redone
+    _run(config)
+    lines = _lines(config)
+    assert [r["index"] for r in lines] == list(range(5))
+    memory = SqliteMemory(str(Path(config.run_dir) / "bank.db"), faults)
+    assert memory._ids() == [r["episode_id"] for r in lines]
+    memory.close()
+
+
+def test_frozen_sqlite_bank_stays_byte_identical(tmp_path: Path) -> None:
+    faults = Faults()
+    register_memory("test-sqlite", lambda **kw: SqliteMemory(kw.get("bank"), faults))
+    config = _config(tmp_path, memory="test-sqlite", protocol="train-to-test",
+                     train_episodes=3, episodes=2)
+    result = _run(config)
+    run_dir = Path(config.run_dir)
+    assert (run_dir / "bank-frozen.db").read_bytes() == (run_dir / "bank.db").read_bytes()
+    assert result.phase("frozen").bank_size == 3 and result.phase("unfrozen").bank_size == 5
+    assert len(faults.calls) == 5

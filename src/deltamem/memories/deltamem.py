@@ -527,6 +527,7 @@ class DeltaMem(Memory):
             out["avg_tokens"][kind] = round(sum(vals) / len(vals), 1) if vals else 0.0
         out["units"] = sum(out["nodes"].values())
         out["episodes_learned"] = self.store.learned_count()
+        out["last_episode_id"] = self.store.last_learned()
         out["rejections"] = len(self.store.rejections())
         return out
 

@@ -354,6 +354,13 @@ class SQLiteStore:
         ).fetchone()
         return row is not None
 
+    def last_learned(self) -> str | None:
+        """Id of the episode whose learn committed last (``None`` for a new bank)."""
+        row = self._conn.execute(
+            "SELECT episode_id FROM learned ORDER BY rowid DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else str(row[0])
+
     def learned_count(self) -> int:
         return int(self._conn.execute("SELECT COUNT(*) FROM learned").fetchone()[0])
 

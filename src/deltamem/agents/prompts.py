@@ -1,0 +1,162 @@
+"""The agent's decision prompt (paper Appendix C.2), assembled from per-domain template files.
+
+Each domain has two files under ``deltamem/prompts/agent/<domain>/``:
+``instruction.txt`` (the system instruction: interaction format and action
+space) and ``example.txt`` (one complete in-context trajectory). TextWorld
+uses the ``generic`` files.
+
+The prompt is two chat messages::
+
+    system: <instruction>
+    user:   Here is an example of a complete task trajectory.
+            <example>
+            ---
+            <recall.text>                      (left out, with its separator, when empty)
+            ---
+            Now it is your turn. Here is your task.
+            Task: <first observation (+ goal when the observation lacks it)>
+            [N earlier steps are not shown.]   (when the history was trimmed)
+            Thought: ... / Action: ... / Observation: ...   (the running history)
+            Available actions: ...             (when the list is short enough)
+            <answer cue: free or constrained>
+
+``recall.text`` already carries the memory header (paper C.3), so the agent
+adds none of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from deltamem.domains import get_domain
+from deltamem.errors import ConfigError
+from deltamem.llm.base import Message
+from deltamem.types import Recall, Step, Task
+
+__all__ = [
+    "AgentPrompts",
+    "build_messages",
+    "load_agent_prompts",
+    "render_history",
+    "render_step",
+    "task_text",
+]
+
+_TEMPLATE_DIRS = {
+    "alfworld": "alfworld",
+    "scienceworld": "scienceworld",
+    "webshop": "webshop",
+    "textworld": "generic",
+    "generic": "generic",
+}
+
+EXAMPLE_INTRO = "Here is an example of a complete task trajectory."
+TASK_INTRO = "Now it is your turn. Here is your task."
+SECTION = "---"
+FREE_CUE = (
+    'Reply with "Thought: <your reasoning>" on one line and "Action: <your next action>" '
+    'on the next, or with "Action: <your next action>" alone.'
+)
+CONSTRAINED_CUE = "Reply with your next action only, copied exactly from the available actions."
+
+
+@dataclass(frozen=True)
+class AgentPrompts:
+    """The instruction and the in-context example of one domain."""
+
+    domain: str
+    instruction: str
+    example: str
+
+
+@cache
+def load_agent_prompts(domain: str) -> AgentPrompts:
+    """Load the template files of ``domain``; :class:`ConfigError` for an unknown domain."""
+    get_domain(domain)  # unknown domains raise ConfigError listing the known ones
+    folder = _TEMPLATE_DIRS.get(domain)
+    if folder is None:
+        raise ConfigError(f"no agent prompt templates for domain {domain!r}")
+    base = resources.files("deltamem").joinpath("prompts", "agent", folder)
+    texts: dict[str, str] = {}
+    for name in ("instruction", "example"):
+        f = base.joinpath(f"{name}.txt")
+        if not f.is_file():
+            raise ConfigError(f"agent prompt template missing: prompts/agent/{folder}/{name}.txt")
+        texts[name] = f.read_text(encoding="utf-8").strip()
+    return AgentPrompts(domain=domain, instruction=texts["instruction"], example=texts["example"])
+
+
+def task_text(task: Task) -> str:
+    """The task as shown to the agent: the first observation, plus the goal if it is not in it."""
+    obs = task.observation.strip()
+    goal = task.goal.strip()
+    if not obs:
+        return goal
+    if goal and goal.casefold() not in obs.casefold():
+        return f"{obs}\nYour goal: {goal}"
+    return obs
+
+
+def render_step(step: Step) -> str:
+    """One history entry: the thought (if any), the action and its observation."""
+    lines = []
+    if step.thought:
+        lines.append(f"Thought: {step.thought}")
+    lines.append(f"Action: {step.action}")
+    lines.append(f"Observation: {step.observation.strip()}")
+    return "\n".join(lines)
+
+
+def render_history(steps: Sequence[Step], max_chars: int) -> str:
+    """The newest steps that fit in ``max_chars`` (always at least the last one).
+
+    Older steps are dropped from the front and replaced by a one-line marker.
+    """
+    if not steps:
+        return ""
+    kept: list[str] = []
+    used = 0
+    for step in reversed(steps):
+        entry = render_step(step)
+        cost = len(entry) + 1
+        if kept and used + cost > max_chars:
+            break
+        kept.append(entry)
+        used += cost
+    kept.reverse()
+    dropped = len(steps) - len(kept)
+    if dropped:
+        noun = "step is" if dropped == 1 else "steps are"
+        kept.insert(0, f"[{dropped} earlier {noun} not shown.]")
+    return "\n".join(kept)
+
+
+def build_messages(
+    prompts: AgentPrompts,
+    task: Task,
+    recall: Recall,
+    steps: Sequence[Step],
+    admissible: Sequence[str],
+    *,
+    constrained: bool,
+    history_chars: int,
+    max_listed_actions: int,
+) -> list[Message]:
+    """The chat messages for the next decision (layout in the module docstring)."""
+    parts = [EXAMPLE_INTRO, "", prompts.example, SECTION]
+    if recall.text.strip():
+        parts += [recall.text.strip(), SECTION]
+    parts += [TASK_INTRO, f"Task: {task_text(task)}"]
+    history = render_history(steps, history_chars)
+    if history:
+        parts.append(history)
+    if admissible and len(admissible) <= max_listed_actions:
+        parts.append("Available actions:\n" + "\n".join(f"- {a}" for a in admissible))
+    parts.append(CONSTRAINED_CUE if constrained else FREE_CUE)
+    return [
+        {"role": "system", "content": prompts.instruction},
+        {"role": "user", "content": "\n".join(parts)},
+    ]
