@@ -162,6 +162,79 @@ def import_cmd(
     console.print(f"imported {n} nodes into {bank}")
 
 
+@app.command()
+def run(
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="TOML run configuration.")
+    ] = None,
+    run_dir: Annotated[
+        Path | None, typer.Option(help="Run directory (resumes if it exists).")
+    ] = None,
+    env: Annotated[
+        str | None,
+        typer.Option(
+            help="Environment, e.g. household, alfworld, scienceworld, textworld:cooking, webshop."
+        ),
+    ] = None,
+    split: Annotated[
+        str | None, typer.Option(help="Split to evaluate (train, seen, unseen).")
+    ] = None,
+    memory: Annotated[str | None, typer.Option(help="Memory system: none, deltamem, ...")] = None,
+    llm: Annotated[str | None, typer.Option(help="local | openai:MODEL | replay:PATH")] = None,
+    embedder: Annotated[str | None, typer.Option(help="minilm | hashing | st:MODEL")] = None,
+    extractor: Annotated[str | None, typer.Option(help="structural | llm")] = None,
+    episodes: Annotated[int | None, typer.Option(help="Number of episodes.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Task-order seed.")] = None,
+    protocol: Annotated[str | None, typer.Option(help="online | train-to-test")] = None,
+    constrained: Annotated[
+        bool | None, typer.Option("--constrained/--free", help="Pick among admissible actions.")
+    ] = None,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="Memory option key=value.")
+    ] = None,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Skip report.md.")] = False,
+) -> None:
+    """Run (or resume) a benchmark: recall → play → learn over a task stream."""
+    from deltamem.bench import load_config, parse_options
+    from deltamem.bench import report as make_report
+    from deltamem.bench import run as run_bench
+
+    cfg = load_config(
+        config,
+        run_dir=run_dir,
+        env=env,
+        split=split,
+        memory=memory,
+        llm=llm,
+        embedder=embedder,
+        extractor=extractor,
+        episodes=episodes,
+        seed=seed,
+        protocol=protocol,
+        constrained=constrained,
+        memory_options=parse_options(option) if option else None,
+    )
+    result = run_bench(cfg, progress=None)
+    for ph in result.phases:
+        console.print(
+            f"[bold]{ph.phase}[/bold]: {ph.episodes} episodes, success "
+            f"{ph.success_rate:.1%}, mean reward {ph.mean_reward:.3f}"
+        )
+    if not no_report:
+        console.print(f"report: {make_report(result.run_dir)}")
+
+
+@app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory made by `deltamem run`.")],
+    plots: Annotated[bool, typer.Option(help="Also draw PNG plots (needs matplotlib).")] = True,
+) -> None:
+    """Write report.md (and PNG plots) for a run directory."""
+    from deltamem.bench import report as make_report
+
+    console.print(f"wrote {make_report(run_dir, plots=plots)}")
+
+
 def main() -> None:
     """Entry point: run the app, turning library errors into clean messages."""
     try:
