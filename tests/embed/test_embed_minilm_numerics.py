@@ -180,3 +180,35 @@ def test_unsupported_pooling_raises(tiny_bert_dir: Path) -> None:
 def test_bad_settings_raise_config_error(tiny_bert_dir: Path, kwargs: dict) -> None:
     with pytest.raises(ConfigError):
         MiniLMEmbedder(tiny_bert_dir, **kwargs).embed_passages(["the cat"])
+
+
+def test_concurrent_first_use_loads_once(tiny_bert_dir: Path, monkeypatch) -> None:
+    import threading
+
+    from deltamem.embed import minilm as minilm_module
+
+    calls = []
+    real_load = minilm_module._load
+
+    def counting_load(*args, **kwargs):
+        calls.append(1)
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(minilm_module, "_load", counting_load)
+    emb = MiniLMEmbedder(tiny_bert_dir)
+    results: list[np.ndarray] = []
+    barrier = threading.Barrier(4)
+
+    def work() -> None:
+        barrier.wait()
+        results.append(emb.embed_passages(SENTENCES))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
+    assert len(results) == 4
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])

@@ -60,25 +60,55 @@ _ERF_BETA = (
 )
 
 
+def _erf_into(z: np.ndarray, out: np.ndarray, tmp: np.ndarray) -> np.ndarray:
+    """erf of float32 ``z`` written into ``out``; ``z`` is overwritten, ``tmp`` is scratch."""
+    np.clip(z, -4.0, 4.0, out=out)
+    np.multiply(out, out, out=tmp)  # tmp = z²
+    p = z  # reuse z's buffer for the numerator (callers pass a scratch z)
+    np.multiply(tmp, np.float32(_ERF_ALPHA[0]), out=p)
+    for i, c in enumerate(_ERF_ALPHA[1:], start=2):
+        p += np.float32(c)
+        if i < len(_ERF_ALPHA):
+            p *= tmp
+    # p = P(z²); numerator = z·P(z²)
+    np.multiply(out, p, out=p)
+    np.multiply(tmp, np.float32(_ERF_BETA[0]), out=out)
+    for i, c in enumerate(_ERF_BETA[1:], start=2):
+        out += np.float32(c)
+        if i < len(_ERF_BETA):
+            out *= tmp
+    np.divide(p, out, out=out)
+    return out
+
+
 def erf(x: np.ndarray) -> np.ndarray:
     """Element-wise error function of a float32 array (numpy has none built in)."""
-    x = np.clip(x, -4.0, 4.0).astype(np.float32, copy=False)
-    x2 = x * x
-    p = np.full_like(x2, _ERF_ALPHA[0])
-    for c in _ERF_ALPHA[1:]:
-        p *= x2
-        p += np.float32(c)
-    p *= x
-    q = np.full_like(x2, _ERF_BETA[0])
-    for c in _ERF_BETA[1:]:
-        q *= x2
-        q += np.float32(c)
-    return p / q
+    z = np.array(x, dtype=np.float32)
+    return _erf_into(z, np.empty_like(z), np.empty_like(z))
+
+
+_GELU_CHUNK = 16384  # elements per cache-sized chunk
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
-    """Exact GELU, ``0.5·x·(1 + erf(x/√2))``, in float32."""
-    return np.float32(0.5) * x * (np.float32(1.0) + erf(x * np.float32(1.0 / math.sqrt(2.0))))
+    """Exact GELU, ``0.5·x·(1 + erf(x/√2))``, in float32, computed in place in ``x``.
+
+    ``x`` must be a float32 array the caller owns; it is returned.
+    """
+    flat = x.reshape(-1)
+    n = min(_GELU_CHUNK, flat.size)
+    z, e, t = (np.empty(n, dtype=np.float32) for _ in range(3))
+    inv_sqrt2 = np.float32(1.0 / math.sqrt(2.0))
+    for start in range(0, flat.size, _GELU_CHUNK):
+        xs = flat[start : start + _GELU_CHUNK]
+        k = xs.size
+        zk, ek, tk = z[:k], e[:k], t[:k]
+        np.multiply(xs, inv_sqrt2, out=zk)
+        _erf_into(zk, ek, tk)
+        ek += np.float32(1.0)
+        ek *= np.float32(0.5)
+        xs *= ek
+    return x
 
 
 def bundled_model_dir() -> Path:
@@ -157,7 +187,11 @@ def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.n
 
 
 def _check_modules(model_dir: Path) -> None:
-    """Accept only Transformer → Pooling (→ Normalize), the pipeline implemented here."""
+    """Accept only Transformer → Pooling (→ Normalize), the pipeline implemented here.
+
+    Rows are L2-normalised whether or not Normalize is listed (the Embedder
+    contract requires it; cosine ranking is unchanged either way).
+    """
     path = model_dir / "modules.json"
     if not path.exists():
         return  # a plain BERT folder: the sentence-transformers defaults apply
@@ -175,8 +209,9 @@ def _pooling_mode(model_dir: Path) -> str:
         return "mean"
     cfg = _read_json(path)
     on = [k for k, v in cfg.items() if k.startswith("pooling_mode_") and v is True]
-    modes = [k.removeprefix("pooling_mode_").removesuffix("_tokens").removesuffix("_token")
-             for k in on]
+    modes = [
+        k.removeprefix("pooling_mode_").removesuffix("_tokens").removesuffix("_token") for k in on
+    ]
     if len(modes) != 1 or modes[0] not in _POOLING_MODES:
         raise EmbedderError(
             f"{path}: unsupported pooling {on}; exactly one of {_POOLING_MODES} is implemented"
