@@ -130,3 +130,15 @@ def test_greedy_choice_is_deterministic(smol: LocalLLM) -> None:
     picks = {smol.complete(msgs, purpose="act", choices=["red", "green", "blue"]).text
              for _ in range(3)}
     assert len(picks) == 1
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_load_disables_extra_buffers_and_restores_defaults(smol: LocalLLM) -> None:
+    import llama_cpp
+
+    original = llama_cpp.llama_cpp.llama_model_default_params
+    smol.complete(MSGS, purpose="act", choices=["yes", "no"])  # ensure loaded
+    assert llama_cpp.llama_cpp.llama_model_default_params is original
+    assert smol._llama.model_params.use_extra_bufts is False
+    assert llama_cpp.llama_model_default_params().use_extra_bufts is True

