@@ -180,7 +180,7 @@ def run(
         str | None, typer.Option(help="Split to evaluate (train, seen, unseen).")
     ] = None,
     memory: Annotated[str | None, typer.Option(help="Memory system: none, deltamem, ...")] = None,
-    llm: Annotated[str | None, typer.Option(help="local | openai:MODEL | replay:PATH")] = None,
+    llm: Annotated[str | None, typer.Option(help="local | local:PATH.gguf | openai:MODEL | scripted")] = None,
     embedder: Annotated[str | None, typer.Option(help="minilm | hashing | st:MODEL")] = None,
     extractor: Annotated[str | None, typer.Option(help="structural | llm")] = None,
     episodes: Annotated[int | None, typer.Option(help="Number of episodes.")] = None,
@@ -233,6 +233,42 @@ def report(
     from deltamem.bench import report as make_report
 
     console.print(f"wrote {make_report(run_dir, plots=plots)}")
+
+
+@app.command()
+def demo(
+    out_dir: Annotated[Path, typer.Option(help="Where the two run directories go.")] = Path(
+        "runs/demo"
+    ),
+    episodes: Annotated[int, typer.Option(help="Episodes per memory system.")] = 12,
+    llm: Annotated[
+        str, typer.Option(help="LLM spec (default: the bundled local model).")
+    ] = "local",
+    env: Annotated[str, typer.Option(help="Environment spec.")] = "household",
+    split: Annotated[str, typer.Option(help="Split of the environment.")] = "seen",
+) -> None:
+    """The main job: one task stream without memory and with DeltaMem, side by side."""
+    from deltamem.demo import demo as run_demo
+
+    results = run_demo(out_dir, episodes=episodes, llm=llm, env=env, split=split)
+    t = Table(
+        "memory", "episodes", "success rate", "mean reward", "mean steps", "bank units", "wall time"
+    )
+    for r in results:
+        ph = r.result.phases[-1]
+        t.add_row(
+            r.memory,
+            str(ph.episodes),
+            f"{ph.success_rate:.1%}",
+            f"{ph.mean_reward:.3f}",
+            f"{ph.mean_steps:.1f}",
+            str(ph.bank_size if ph.bank_size is not None else 0),
+            f"{r.seconds:.0f} s",
+        )
+    console.print(t)
+    bank = out_dir / "deltamem" / "bank.db"
+    if bank.exists():
+        tree_show(bank, which="both", width=70, full=False)
 
 
 def main() -> None:
