@@ -470,6 +470,7 @@ def test_long_trajectory_keeps_head_and_tail_within_budget() -> None:
     assert render_trajectory(short.steps) in prompt and "omitted" not in prompt
 
 
+@settings(derandomize=True)
 @given(text=st.text(max_size=3000), budget=st.integers(200, 2000))
 def test_truncate_middle_property(text: str, budget: int) -> None:
     out = truncate_middle(text, budget)
@@ -506,8 +507,8 @@ _text_field = st.one_of(
     st.sampled_from(["", "  ", "ok\u0000", "x\r\ny", "a\tb\nc"]),
 )
 _clean = st.text(st.characters(exclude_categories=("Cc", "Cs")), min_size=1, max_size=80)
-_mostly_clean = st.one_of(_clean, st.builds(lambda t: "[FAILED]: " + t, _clean), st.just(""),
-                          _text_field)
+_mostly_clean = st.one_of(_clean, st.builds(lambda t: "[FAILED]: " + t, _clean),
+                          st.sampled_from(["", " ", "\n\t ", "[FAILED]:\u0003"]), _text_field)
 _near_valid = st.one_of(
     st.fixed_dictionaries({k: _mostly_clean for k in KEYS}),
     st.fixed_dictionaries(
@@ -534,8 +535,11 @@ _outputs = st.one_of(
 
 def _assert_schema_conform(role: str, domain: str, payload: Payload) -> None:
     obj = payload.to_dict()
-    branch = schema_for(role, domain)
-    jsonschema.validate(obj, branch)
+    jsonschema.validate(obj, schema_for(role, domain))
+    exemplar = domain == "webshop" and role in ("task_root_success", "consolidate_skill")
+    assert len(payload.activation) <= 400
+    assert len(payload.procedure) <= (3000 if exemplar else 2000)
+    assert len(payload.termination) <= 300
     assert payload.activation.strip() and payload.procedure.strip()
     for value in obj.values():
         assert all(c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cs") for c in value)
@@ -543,12 +547,7 @@ def _assert_schema_conform(role: str, domain: str, payload: Payload) -> None:
         assert "[FAILED]" in payload.procedure and payload.termination == ""
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(role=st.sampled_from(ALL_ROLES), domain=st.sampled_from(TEMPLATE_DOMAINS),
-       first=_outputs, second=_outputs)
-def test_fuzzed_outputs_give_valid_payload_or_extraction_error(
-    role: str, domain: str, first: str, second: str
-) -> None:
+def _check_extractor(role: str, domain: str, first: str, second: str) -> None:
     llm = ScriptedLLM([first, second])
     extractor = LLMExtractor(llm)
     try:
@@ -567,18 +566,51 @@ def test_fuzzed_outputs_give_valid_payload_or_extraction_error(
         _assert_schema_conform(role, domain, result)
 
 
-@settings(max_examples=300, deadline=None)
-@given(role=st.sampled_from(ALL_ROLES), text=_outputs)
-def test_fuzzed_parse_output(role: str, text: str) -> None:
+def _check_parse(role: str, domain: str, text: str) -> None:
     try:
-        result = parse_output(role, text, domain="webshop")
+        result = parse_output(role, text, domain=domain)
     except ExtractionError as exc:
         assert str(exc) and exc.raw == text
         return
     if result is None:
         assert role in SKIPPABLE
     else:
-        _assert_schema_conform(role, "webshop", result)
+        _assert_schema_conform(role, domain, result)
+
+
+_roles = st.sampled_from(ALL_ROLES)
+_domains = st.sampled_from(TEMPLATE_DOMAINS)
+
+
+@settings(max_examples=120, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(role=_roles, domain=_domains, first=_outputs, second=_outputs)
+def test_fuzzed_outputs_give_valid_payload_or_extraction_error(
+    role: str, domain: str, first: str, second: str
+) -> None:
+    _check_extractor(role, domain, first, second)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(role=_roles, domain=_domains, text=_outputs)
+def test_fuzzed_parse_output(role: str, domain: str, text: str) -> None:
+    _check_parse(role, domain, text)
+
+
+@pytest.mark.slow
+@settings(max_examples=3000, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(role=_roles, domain=_domains, text=_outputs)
+def test_fuzzed_parse_output_thorough(role: str, domain: str, text: str) -> None:
+    _check_parse(role, domain, text)
+
+
+@pytest.mark.slow
+@settings(max_examples=1000, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(role=_roles, domain=_domains, first=_outputs, second=_outputs)
+def test_fuzzed_outputs_thorough(role: str, domain: str, first: str, second: str) -> None:
+    _check_extractor(role, domain, first, second)
 
 
 def test_string_template_semantics_are_what_the_readme_says() -> None:

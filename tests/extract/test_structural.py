@@ -1,0 +1,86 @@
+"""The structural extractor follows the paper's extraction rules without an LLM."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from deltamem import DeltaMem
+from deltamem.core.payload import ChainEntry
+from deltamem.embed import HashingEmbedder
+from deltamem.extract import LLMExtractor, StructuralExtractor
+from deltamem.llm import ScriptedLLM
+from deltamem.testing import make_episode
+
+X = StructuralExtractor()
+
+
+def test_root_success_abstracts_instances_and_goal_entities():
+    p = X.extract("task_root_success", make_episode(), [], "alfworld")
+    assert p is not None
+    assert "{A}" in p.activation and "apple" in p.activation  # legend names the example
+    assert "1." in p.procedure and "clean {A} with sinkbasin" in p.procedure
+    assert "apple 1" not in p.procedure and "countertop 1" not in p.procedure
+
+
+def test_residual_success_keeps_only_new_steps_and_skips_when_covered():
+    ep = make_episode()
+    root = X.extract("task_root_success", ep, [], "alfworld")
+    chain = [ChainEntry("ROOT", "SUCCESS", root)]
+    assert X.extract("task_residual_success", ep, chain, "alfworld") is None
+    longer = make_episode(
+        actions=[
+            *((a.action, a.observation) for a in ep.steps),
+            ("close fridge 1", "You close the fridge 1."),
+        ]
+    )
+    delta = X.extract("task_residual_success", longer, chain, "alfworld")
+    assert delta is not None and "close {B}" in delta.procedure
+    assert "clean {A}" not in delta.procedure  # already in the chain
+
+
+def test_failure_records_failed_actions_and_unexplored_options():
+    ep = make_episode(success=False, actions=[("open drawer 9", "Nothing happened.")])
+    from dataclasses import replace
+
+    step = replace(ep.steps[0], admissible=("go to fridge 1", "open drawer 9", "look"))
+    ep = replace(ep, steps=(step,))
+    p = X.extract("task_root_failure", ep, [], "alfworld")
+    assert p.termination == ""
+    assert "[FAILED]" in p.procedure and "open drawer -> Nothing happened." in p.procedure
+    assert "[UNEXPLORED]" in p.procedure and "go to fridge" in p.procedure
+    chain = [ChainEntry("ROOT", "FAILURE", p)]
+    assert X.extract("task_residual_failure", ep, chain, "alfworld") is None  # same failure
+
+
+def test_env_knowledge_reads_places_and_behaviour():
+    p = X.extract("env_root", make_episode(), [], "alfworld")
+    assert "apple: found in/on countertop" in p.procedure
+    assert "egg: found in/on fridge" in p.procedure
+    assert "fridge: starts closed" in p.procedure
+    chain = [ChainEntry("ROOT", "SUCCESS", p)]
+    assert X.extract("env_residual", make_episode(), chain, "alfworld") is None
+
+
+def test_unknown_domain_is_refused():
+    from deltamem.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        X.extract("env_root", make_episode(), [], "mars")
+
+
+def test_invalid_llm_output_is_rejected_logged_and_never_stored(caplog):
+    llm = ScriptedLLM(["not json", '{"activation_condition": 3}'] * 2)
+    mem = DeltaMem.open(
+        ":memory:", embedder=HashingEmbedder(), domain="alfworld", extractor=LLMExtractor(llm)
+    )
+    with caplog.at_level(logging.WARNING, logger="deltamem.extract"):
+        ch = mem.learn(make_episode(episode_id="e"))
+    assert [c.kind for c in ch] == ["rejected", "rejected"]
+    assert mem.stats()["nodes"] == {"task": 0, "env": 0}
+    assert len(mem.store.rejections()) == 2
+    assert (
+        sum("rejected" in r.message or "invalid" in r.message.lower() for r in caplog.records) >= 2
+    )
+    assert llm.usage.by_purpose["extract"].calls == 4  # one repair retry per role
