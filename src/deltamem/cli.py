@@ -35,8 +35,16 @@ BankArg = Annotated[Path, typer.Argument(help="Path of a memory bank (.db file).
 
 
 def _open_readonly(bank: Path):
+    """Open a DeltaMem bank for inspection; other systems' banks get a clear error."""
+    from deltamem.memories import bank_system
     from deltamem.memories.deltamem import DeltaMem
 
+    system = bank_system(bank)
+    if system != "deltamem":
+        raise DeltaMemError(
+            f"{bank} is a {system!r} bank; trees exist only in DeltaMem banks "
+            f"(try `deltamem stats {bank}`)"
+        )
     return DeltaMem.open(bank, embedder=None, readonly=True)
 
 
@@ -91,6 +99,15 @@ def stats(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Node counts by tree, depth, kind and label; average whitespace tokens per ROOT/RESIDUAL."""
+    from deltamem.memories import bank_system, open_bank
+
+    if bank_system(bank) != "deltamem":
+        other = open_bank(bank)
+        try:
+            console.print_json(json.dumps({"bank": str(bank), **other.stats()}, default=str))
+        finally:
+            other.close()
+        return
     mem = _open_readonly(bank)
     try:
         s = mem.stats()
@@ -134,9 +151,12 @@ def export_cmd(
     out: Annotated[Path, typer.Argument(help="JSONL file to write.")],
 ) -> None:
     """Write every record of a bank (meta, nodes, logs) to a JSONL file."""
+    from deltamem.memories import bank_system
     from deltamem.store import SQLiteStore, export_jsonl
+    from deltamem.store.items import ItemStore
 
-    store = SQLiteStore(bank, readonly=True)
+    is_dm = bank_system(bank) == "deltamem"
+    store = SQLiteStore(bank, readonly=True) if is_dm else ItemStore(bank, readonly=True)
     try:
         n = export_jsonl(store, out)
     finally:
@@ -151,10 +171,12 @@ def import_cmd(
 ) -> None:
     """Load a JSONL export into a new bank."""
     from deltamem.store import SQLiteStore, read_jsonl
+    from deltamem.store.items import ItemStore
 
     if not source.exists():
         raise DeltaMemError(f"no such file: {source}")
-    store = SQLiteStore(bank)
+    first = next(read_jsonl(source), {})
+    store = ItemStore(bank) if first.get("system") else SQLiteStore(bank)
     try:
         n = store.import_records(read_jsonl(source))
     finally:
@@ -180,7 +202,9 @@ def run(
         str | None, typer.Option(help="Split to evaluate (train, seen, unseen).")
     ] = None,
     memory: Annotated[str | None, typer.Option(help="Memory system: none, deltamem, ...")] = None,
-    llm: Annotated[str | None, typer.Option(help="local | local:PATH.gguf | openai:MODEL | scripted")] = None,
+    llm: Annotated[
+        str | None, typer.Option(help="local | local:PATH.gguf | openai:MODEL | scripted")
+    ] = None,
     embedder: Annotated[str | None, typer.Option(help="minilm | hashing | st:MODEL")] = None,
     extractor: Annotated[str | None, typer.Option(help="structural | llm")] = None,
     episodes: Annotated[int | None, typer.Option(help="Number of episodes.")] = None,

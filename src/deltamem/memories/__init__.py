@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from deltamem.errors import ConfigError
@@ -23,6 +24,13 @@ from deltamem.memory import Memory
 _REGISTRY: dict[str, str | Callable[..., Memory]] = {
     "none": "deltamem.memories.none:make",
     "deltamem": "deltamem.memories.deltamem:make",
+    "synapse": "deltamem.memories.synapse:make",
+    "awm": "deltamem.memories.awm:make",
+    "reasoningbank": "deltamem.memories.reasoningbank:make",
+    "lessons": "deltamem.memories.decocted.lessons:make_lessons",
+    "lessons-raw": "deltamem.memories.decocted.lessons:make_raw",
+    "lessons-kmeans": "deltamem.memories.decocted.lessons:make_kmeans",
+    "concept-tree": "deltamem.memories.decocted.concept_tree:make",
 }
 
 
@@ -48,3 +56,46 @@ def make_memory(name: str, **kwargs: Any) -> Memory:
         module, _, attr = factory.partition(":")
         factory = getattr(importlib.import_module(module), attr)
     return factory(**kwargs)
+
+
+_BANK_CLASSES = {
+    "synapse": "deltamem.memories.synapse:Synapse",
+    "awm": "deltamem.memories.awm:AWM",
+    "reasoningbank": "deltamem.memories.reasoningbank:ReasoningBank",
+}
+
+
+def bank_system(path: str | Path) -> str:
+    """The memory system a bank file belongs to (``deltamem`` unless its meta says otherwise)."""
+    import sqlite3
+
+    from deltamem.errors import StoreError
+
+    p = Path(path)
+    if not p.exists():
+        raise StoreError(f"no memory bank at {p}")
+    try:
+        con = sqlite3.connect(f"file:{p.resolve()}?mode=ro", uri=True)
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = 'system'").fetchone()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as e:
+        raise StoreError(f"{p} is not a deltamem bank: {e}") from e
+    return "deltamem" if row is None else str(row[0])
+
+
+def open_bank(path: str | Path) -> Memory:
+    """Open any bank read-only, without an embedder, for inspection (stats, export)."""
+    system = bank_system(path)
+    if system == "deltamem":
+        from deltamem.memories.deltamem import DeltaMem
+
+        return DeltaMem.open(path, embedder=None, readonly=True)
+    try:
+        target = _BANK_CLASSES[system]
+    except KeyError:
+        raise ConfigError(f"bank {path} belongs to unknown memory system {system!r}") from None
+    module, _, attr = target.partition(":")
+    cls = getattr(importlib.import_module(module), attr)
+    return cls.open(path, embedder=None, readonly=True)

@@ -116,6 +116,12 @@ class SQLiteStore:
         if readonly:
             if not self._has_table("meta"):
                 raise StoreError(f"{self.path} is not a deltamem bank (no meta table)")
+            system = self._peek_system()
+            if system is not None or not self._has_table("nodes"):
+                raise StoreError(
+                    f"{self.path} is not a DeltaMem bank"
+                    + (f" (it belongs to the {system!r} memory system)" if system else "")
+                )
         else:
             self._migrate()
         self._check_schema()
@@ -136,8 +142,13 @@ class SQLiteStore:
                 "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)"
             )
             done = {r[0] for r in self._conn.execute("SELECT name FROM migrations")}
-            if not done and self._has_table("nodes"):
-                raise StoreError(f"{self.path} holds tables deltamem did not create")
+            foreign = done - {name for name, _ in _MIGRATIONS}
+            if foreign or (not done and (self._has_table("nodes") or self._has_table("meta"))):
+                system = self._peek_system()
+                raise StoreError(
+                    f"{self.path} is not a DeltaMem bank"
+                    + (f" (it belongs to the {system!r} memory system)" if system else "")
+                )
             for name, sql in _MIGRATIONS:
                 if name in done:
                     continue
@@ -149,6 +160,12 @@ class SQLiteStore:
                 self._conn.execute(
                     "INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
                 )
+
+    def _peek_system(self) -> str | None:
+        if not self._has_table("meta"):
+            return None
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'system'").fetchone()
+        return None if row is None else str(row[0])
 
     def _check_schema(self) -> None:
         v = self.meta().get("schema_version")
@@ -456,8 +473,11 @@ def _node_from_record(rec: dict[str, Any]) -> Node:
     )
 
 
-def export_jsonl(store: SQLiteStore, path: str | Path) -> int:
-    """Write the bank to a JSONL file (one record a line); returns the record count."""
+def export_jsonl(store: Any, path: str | Path) -> int:
+    """Write a bank (any store with ``iter_export()``) to a JSONL file atomically.
+
+    Returns the number of records written.
+    """
     n = 0
     tmp = Path(str(path) + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
