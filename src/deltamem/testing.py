@@ -16,6 +16,7 @@ import numpy as np
 
 from deltamem.embed.base import normalize_rows
 from deltamem.embed.hashing import HashingEmbedder
+from deltamem.envs.base import Environment
 from deltamem.errors import EmbedderError, InvalidInputError
 from deltamem.llm.scripted import ScriptedLLM
 from deltamem.memory import Memory
@@ -25,6 +26,7 @@ __all__ = [
     "HashingEmbedder",
     "ScriptedLLM",
     "TableEmbedder",
+    "check_environment",
     "check_memory",
     "make_episode",
 ]
@@ -151,3 +153,34 @@ def check_memory(memory: Memory, *, task: Task | None = None) -> None:
         json.dumps(memory.stats())
     except TypeError as e:  # pragma: no cover - message path
         raise AssertionError(f"stats must be JSON-serialisable: {e}") from e
+
+
+def check_environment(env: Environment, split: str, *, steps: int = 5, seed: int = 0) -> None:
+    """Run the :class:`~deltamem.envs.base.Environment` contract on ``env``.
+
+    Checks: ``task_ids`` is deterministic and non-empty for ``split``; ``reset``
+    returns a :class:`Task` with a goal, a known domain and the split; admissible
+    actions are strings; ``step`` returns a :class:`Transition` whose score is in
+    [0, 1] and whose ``success`` implies ``done``. Plays up to ``steps`` steps of
+    the first admissible action. Raises AssertionError naming the broken rule.
+    """
+    from deltamem.domains import DOMAINS
+    from deltamem.envs.base import Transition
+
+    ids = env.task_ids(split, seed=seed)
+    assert ids, f"task_ids({split!r}) is empty"
+    assert ids == env.task_ids(split, seed=seed), "task_ids must be deterministic"
+    task = env.reset(ids[0])
+    assert isinstance(task, Task), "reset must return a Task"
+    assert task.goal.strip(), "the task needs a goal"
+    assert task.domain in DOMAINS, f"unknown domain {task.domain!r}"
+    assert env.max_steps(task) >= 1, "max_steps must be positive"
+    for _ in range(steps):
+        actions = env.admissible_actions()
+        assert all(isinstance(a, str) for a in actions), "admissible actions must be strings"
+        t = env.step(actions[0] if actions else "look")
+        assert isinstance(t, Transition), "step must return a Transition"
+        assert 0.0 <= t.score <= 1.0, f"score {t.score} outside [0, 1]"
+        assert not t.success or t.done, "success implies done"
+        if t.done:
+            break
