@@ -295,6 +295,28 @@ def demo(
         tree_show(bank, which="both", width=70, full=False)
 
 
+def _register_plugins() -> None:
+    """Commands contributed by sub-packages (analyses, graph memory, service)."""
+    import importlib
+
+    for module in (
+        "deltamem.analysis.cli",
+        "deltamem.memories.decocted.cli",
+        "deltamem.memories.arigraph.cli",
+        "deltamem.server.cli",
+    ):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name and module.startswith(e.name):
+                continue  # that sub-package is not part of this installation
+            raise
+        mod.register(app)
+
+
+_register_plugins()
+
+
 def main() -> None:
     """Entry point: run the app, turning library errors into clean messages."""
     try:

@@ -1,0 +1,154 @@
+"""CLI commands of the analyses; ``register(app)`` adds them to the ``deltamem`` app.
+
+Each command parses its arguments, calls the library function of the same
+name and prints where the result went. Library errors
+(:class:`~deltamem.errors.DeltaMemError`) are left to the app's entry point.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from deltamem.analysis.grid import CellResult
+
+__all__ = ["register"]
+
+console = Console()
+
+RunDirs = Annotated[list[Path], typer.Argument(help="Run directories made by `deltamem run`.")]
+Out = Annotated[
+    Path | None,
+    typer.Option(help="Output directory (default: the run directory, or the common parent "
+                      "of several)."),
+]
+Seed = Annotated[int, typer.Option(help="Bootstrap seed.")]
+NBoot = Annotated[int, typer.Option(help="Bootstrap resamples.")]
+
+
+def _out(out: Path | None, run_dirs: list[Path]) -> Path:
+    from deltamem.analysis.runs import default_out
+
+    return out if out is not None else default_out(run_dirs)
+
+
+def compare(run_dirs: RunDirs, out: Out = None, seed: Seed = 0, n_boot: NBoot = 2000) -> None:
+    """Runs side by side (paper Table 1): reward and success with 95% CIs, steps, tokens."""
+    from deltamem.analysis.compare import compare as run_compare
+
+    console.print(f"wrote {run_compare(run_dirs, _out(out, run_dirs), seed=seed, n_boot=n_boot)}")
+
+
+def table2(run_dirs: RunDirs, out: Out = None, seed: Seed = 0, n_boot: NBoot = 2000) -> None:
+    """Table 2: train-to-test runs, Frozen vs Unfrozen, for every memory system."""
+    from deltamem.analysis.transfer import table2 as run_table2
+
+    console.print(f"wrote {run_table2(run_dirs, _out(out, run_dirs), seed=seed, n_boot=n_boot)}")
+
+
+def table3(run_dirs: RunDirs, out: Out = None, seed: Seed = 0, n_boot: NBoot = 2000) -> None:
+    """Table 3: DeltaMem both trees vs Task-Tree only vs Env-Tree only (any order; the
+    variant is read from each run's use_task_tree / use_env_tree)."""
+    from deltamem.analysis.ablation import table3 as run_table3
+
+    console.print(f"wrote {run_table3(run_dirs, _out(out, run_dirs), seed=seed, n_boot=n_boot)}")
+
+
+def table5(run_dirs: RunDirs, out: Out = None) -> None:
+    """Table 5: average whitespace tokens per stored memory unit (DeltaMem ROOT / RESIDUAL)."""
+    from deltamem.analysis.token_stats import table5 as run_table5
+
+    console.print(f"wrote {run_table5(run_dirs, _out(out, run_dirs))}")
+
+
+def depth_bars(
+    run_dirs: RunDirs,
+    out: Out = None,
+    plots: Annotated[bool, typer.Option(help="Draw the PNG (needs matplotlib).")] = True,
+) -> None:
+    """Figure 5: node counts per depth per tree, one stacked bar per run."""
+    from deltamem.analysis.depth import depth_bars as run_depth_bars
+
+    console.print(f"wrote {run_depth_bars(run_dirs, _out(out, run_dirs), plots=plots)}")
+
+
+def grid(
+    env: Annotated[str, typer.Option(help="Environment spec.")],
+    split: Annotated[str, typer.Option(help="Split to evaluate.")],
+    out: Annotated[Path, typer.Option(help="Directory of the grid (one run dir per cell).")],
+    episodes: Annotated[int | None, typer.Option(help="Episodes per cell.")] = None,
+    tau_task: Annotated[str, typer.Option(help="τ_task values, comma-separated.")] = "0.75",
+    tau_env: Annotated[str, typer.Option(help="τ_env values, comma-separated.")] = "0.85",
+    k_cons: Annotated[str, typer.Option(help="K_cons values, e.g. 3,5,inf.")] = "5",
+    workers: Annotated[int, typer.Option(help="Parallel processes.")] = 2,
+    llm: Annotated[str, typer.Option(help="LLM spec.")] = "local",
+    embedder: Annotated[str, typer.Option(help="Embedder spec.")] = "minilm",
+    seed: Annotated[int, typer.Option(help="Task-order seed.")] = 0,
+    extractor: Annotated[str, typer.Option(help="structural | llm")] = "structural",
+    constrained: Annotated[
+        bool, typer.Option("--constrained/--free", help="Pick among admissible actions.")
+    ] = False,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="Further memory option key=value.")
+    ] = None,
+    plots: Annotated[bool, typer.Option(help="Draw heatmaps and depth bars.")] = True,
+) -> None:
+    """Figure 4: a DeltaMem run per (τ_task, τ_env, K_cons) cell in parallel, then heatmaps."""
+    from deltamem.analysis.grid import grid as run_grid_cmd
+    from deltamem.analysis.grid import parse_floats, parse_k_values
+    from deltamem.bench import parse_options
+
+    def done(r: CellResult) -> None:
+        console.print(f"{r.run_dir.name}: {r.episodes} episodes, success {r.success_rate:.1%}, "
+                      f"mean reward {r.mean_reward:.3f}")
+
+    path = run_grid_cmd(
+        out, env=env, split=split, episodes=episodes, tau_task=parse_floats(tau_task),
+        tau_env=parse_floats(tau_env), k_cons=parse_k_values(k_cons), workers=workers,
+        plots=plots, llm=llm, embedder=embedder, seed=seed,
+        options=parse_options(option) if option else None,
+        run_options={"extractor": extractor, "constrained": constrained}, on_cell=done,
+    )
+    console.print(f"wrote {path}")
+
+
+def calibrate(
+    env: Annotated[str, typer.Option(help="Environment spec.")],
+    split: Annotated[str, typer.Option(help="Split to sample tasks from.")],
+    n: Annotated[int, typer.Option(help="Number of tasks (the first n of the split).")] = 40,
+    embedder: Annotated[str, typer.Option(help="Embedder spec.")] = "minilm",
+    seed: Annotated[int, typer.Option(help="Task-order seed.")] = 0,
+    quantile: Annotated[
+        float, typer.Option(help="q of the rule τ = q-quantile of nearest-neighbour scores.")
+    ] = 0.75,
+    bins: Annotated[int, typer.Option(help="Histogram bins.")] = 10,
+    label_key: Annotated[
+        str, typer.Option(help="Task.meta key of a task type, for a diagnostic only.")
+    ] = "task_type",
+    out: Annotated[Path | None, typer.Option(help="Also write calibrate.md here.")] = None,
+) -> None:
+    """Suggest τ per tree from the similarity distribution of sampled tasks."""
+    from deltamem.analysis.calibrate import calibrate as run_calibrate
+    from deltamem.analysis.calibrate import write_calibration
+
+    cal = run_calibrate(env, split, n=n, embedder=embedder, seed=seed, quantile=quantile,
+                        bins=bins, label_key=label_key or None)
+    typer.echo("\n".join(cal.markdown()))
+    if out is not None:
+        console.print(f"wrote {write_calibration(cal, out)}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``compare``, ``table2``, ``table3``, ``table5``, ``depth-bars``, ``grid`` and
+    ``calibrate`` to ``app``."""
+    app.command("compare")(compare)
+    app.command("table2")(table2)
+    app.command("table3")(table3)
+    app.command("table5")(table5)
+    app.command("depth-bars")(depth_bars)
+    app.command("grid")(grid)
+    app.command("calibrate")(calibrate)
