@@ -60,7 +60,7 @@ def test_online_run_writes_one_line_per_episode(tmp_path: Path) -> None:
         assert r["usage"]["act"]["calls"] == r["steps"]
         assert r["invalid_actions"] == (0 if r["success"] else r["steps"])
         assert r["changes"] == [] and r["bank"] == {"units": 0}
-        assert r["recall"] == {"chars": 0, "items": []}
+        assert r["recall"] == {"chars": 0, "items": [], "details": {}}
     summary = result.phase("online")
     assert summary.episodes == 5
     assert summary.success_rate == sum(r["success"] for r in lines) / 5

@@ -287,7 +287,14 @@ class _Session:
         task_id = phase.task_ids[index - phase.start]
         task = self.env.reset(task_id)
         recall = memory.recall(task)
-        episode = self.agent.play(self.env, task, recall)
+        if getattr(memory, "agent", "react") == "ariadne":  # step-level memories (AriGraph)
+            from deltamem.agents.ariadne import AriadneAgent
+
+            episode = AriadneAgent(self.llm, domain=self.domain,
+                                   max_steps=self.config.max_steps).play(
+                self.env, task, recall, memory=memory)
+        else:
+            episode = self.agent.play(self.env, task, recall)
         record = {
             "index": index,
             "phase": phase.name,
@@ -304,6 +311,7 @@ class _Session:
                 "items": [{"source": i.source, "id": i.id, "role": i.role,
                            "score": None if i.score is None else float(i.score)}
                           for i in recall.items],
+                "details": dict(recall.details),
             },
         }
         if not phase.learn:

@@ -31,6 +31,12 @@ _REGISTRY: dict[str, str | Callable[..., Memory]] = {
     "lessons-raw": "deltamem.memories.decocted.lessons:make_raw",
     "lessons-kmeans": "deltamem.memories.decocted.lessons:make_kmeans",
     "concept-tree": "deltamem.memories.decocted.concept_tree:make",
+    "arigraph": "deltamem.memories.arigraph.arigraph:make",
+    "fullhistory": "deltamem.memories.arigraph.baselines:make_fullhistory",
+    "summary": "deltamem.memories.arigraph.baselines:make_summary",
+    "rag": "deltamem.memories.arigraph.baselines:make_rag",
+    "reflexion": "deltamem.memories.arigraph.baselines:make_reflexion",
+    "simulacra": "deltamem.memories.arigraph.baselines:make_simulacra",
 }
 
 
@@ -62,6 +68,12 @@ _BANK_CLASSES = {
     "synapse": "deltamem.memories.synapse:Synapse",
     "awm": "deltamem.memories.awm:AWM",
     "reasoningbank": "deltamem.memories.reasoningbank:ReasoningBank",
+    "arigraph": "deltamem.memories.arigraph.arigraph:AriGraphMemory",
+    "fullhistory": "deltamem.memories.arigraph.baselines:FullHistoryMemory",
+    "summary": "deltamem.memories.arigraph.baselines:SummaryMemory",
+    "rag": "deltamem.memories.arigraph.baselines:RAGMemory",
+    "reflexion": "deltamem.memories.arigraph.baselines:ReflexionMemory",
+    "simulacra": "deltamem.memories.arigraph.baselines:SimulacraMemory",
 }
 
 

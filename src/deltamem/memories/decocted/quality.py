@@ -1,0 +1,284 @@
+"""Context quality (paper §4): relevance, diversity and Q = Rel + λ·Div, and their correlation
+with the improvement a context brings over running without memory.
+
+For a query embedding ``e_x`` and the embeddings ``e_1..e_K`` of the K retrieved entries
+(inner products of L2-normalised vectors)::
+
+    Rel = (1/K) Σ_i <e_x, e_i>
+    Div = -(1/(K(K-1))) Σ_{i≠j} <e_i, e_j>        (0 when K < 2: no pair to compare)
+    Q   = Rel + λ·Div                              (λ = 0.6 by default, the paper's peak)
+
+The memories of this package log :meth:`ContextQuality.to_dict` under
+``Recall.details["quality"]`` for every recall. :func:`correlation_report`
+reads two run directories (one with memory, one with ``none``), computes the
+per-task improvement Δavg(x) = mean reward with context − mean reward without,
+and the Pearson r between Q and Δavg, also as a function of λ (Rel and Div are
+logged separately, so Q can be recomputed for any λ).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from deltamem.errors import InvalidInputError
+
+__all__ = [
+    "DEFAULT_LAMBDA",
+    "ContextQuality",
+    "CorrelationReport",
+    "TaskPoint",
+    "context_quality",
+    "correlation_report",
+    "diversity",
+    "pearson",
+    "relevance",
+]
+
+DEFAULT_LAMBDA = 0.6
+"""λ of Q = Rel + λ·Div (the correlation in the paper's Figure 6b peaks near 0.6)."""
+
+
+def _matrix(entries: Any) -> np.ndarray:
+    m = np.asarray(entries, dtype=np.float64)
+    if m.ndim != 2:
+        raise InvalidInputError(f"entry embeddings must be a 2-D array, got shape {m.shape}")
+    if not np.all(np.isfinite(m)):
+        raise InvalidInputError("entry embeddings contain non-finite values")
+    return m
+
+
+def relevance(query: Any, entries: Any) -> float:
+    """Mean inner product between ``query`` (d,) and each row of ``entries`` (K, d).
+
+    Vectors are used as given (pass normalised ones for cosine). Raises
+    :class:`InvalidInputError` for K = 0, mismatched widths or non-finite values.
+    """
+    m = _matrix(entries)
+    q = np.asarray(query, dtype=np.float64).reshape(-1)
+    if m.shape[0] == 0:
+        raise InvalidInputError("relevance needs at least one retrieved entry")
+    if q.shape[0] != m.shape[1]:
+        raise InvalidInputError(f"query width {q.shape[0]} != entry width {m.shape[1]}")
+    return float(np.mean(m @ q))
+
+
+def diversity(entries: Any) -> float:
+    """Negative mean pairwise inner product over ordered pairs i ≠ j of ``entries`` (K, d).
+
+    Returns 0.0 when K < 2 (no pair: nothing is redundant).
+    """
+    m = _matrix(entries)
+    k = m.shape[0]
+    if k < 2:
+        return 0.0
+    gram = m @ m.T
+    off = float(gram.sum() - np.trace(gram))
+    return -off / (k * (k - 1))
+
+
+@dataclass(frozen=True)
+class ContextQuality:
+    """Rel, Div and Q of one retrieved set (``k`` entries, weight ``lam``)."""
+
+    rel: float
+    div: float
+    lam: float
+    k: int
+
+    @property
+    def q(self) -> float:
+        return self.rel + self.lam * self.div
+
+    def with_lambda(self, lam: float) -> float:
+        """Q for another λ (same Rel and Div)."""
+        return self.rel + lam * self.div
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {"rel": self.rel, "div": self.div, "q": self.q, "lambda": self.lam, "k": self.k}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ContextQuality:
+        return cls(rel=float(data["rel"]), div=float(data["div"]), lam=float(data["lambda"]),
+                   k=int(data["k"]))
+
+
+def context_quality(query: Any, entries: Any, lam: float = DEFAULT_LAMBDA) -> ContextQuality:
+    """Rel, Div and Q of a retrieved set (see the module docstring).
+
+    Raises :class:`InvalidInputError` for an empty set, bad shapes or a non-finite λ.
+    """
+    if not math.isfinite(lam):
+        raise InvalidInputError(f"lambda must be finite, got {lam!r}")
+    m = _matrix(entries)
+    return ContextQuality(rel=relevance(query, m), div=diversity(m), lam=float(lam),
+                          k=int(m.shape[0]))
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Pearson correlation of two equally long sequences; ``None`` when undefined
+    (fewer than 2 points or a constant sequence)."""
+    if len(xs) != len(ys):
+        raise InvalidInputError(f"pearson needs equal lengths, got {len(xs)} and {len(ys)}")
+    if len(xs) < 2:
+        return None
+    x = np.asarray(xs, dtype=np.float64)
+    y = np.asarray(ys, dtype=np.float64)
+    dx, dy = x - x.mean(), y - y.mean()
+    den = math.sqrt(float(dx @ dx) * float(dy @ dy))
+    if den == 0.0:
+        return None
+    return float(dx @ dy) / den
+
+
+# -- Q vs improvement over no memory -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskPoint:
+    """One task of the correlation: mean Rel/Div of its recalls and Δavg reward."""
+
+    task_id: str
+    rel: float
+    div: float
+    delta: float
+    n_context: int
+    n_vanilla: int
+
+
+@dataclass(frozen=True)
+class CorrelationReport:
+    """Pearson r between Q and Δavg over tasks, at ``lam`` and over a λ grid."""
+
+    points: tuple[TaskPoint, ...]
+    lam: float
+    r: float | None
+    r_by_lambda: tuple[tuple[float, float | None], ...] = field(default=())
+    skipped_no_quality: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tasks": len(self.points),
+            "lambda": self.lam,
+            "r": self.r,
+            "r_by_lambda": [[lam, r] for lam, r in self.r_by_lambda],
+            "skipped_no_quality": self.skipped_no_quality,
+            "points": [p.__dict__ for p in self.points],
+        }
+
+    def markdown(self) -> str:
+        """The report as a small Markdown section."""
+        def fmt(r: float | None) -> str:
+            return "undefined" if r is None else f"{r:+.3f}"
+
+        lines = [
+            "## Context quality vs improvement over no memory", "",
+            f"{len(self.points)} tasks; Pearson r(Q, Δavg) at λ = {self.lam:g}: "
+            f"**{fmt(self.r)}**", "",
+            "| λ | r |", "|---|---|",
+            *(f"| {lam:g} | {fmt(r)} |" for lam, r in self.r_by_lambda),
+        ]
+        if self.skipped_no_quality:
+            lines += ["", f"{self.skipped_no_quality} episodes had no logged quality "
+                          "(empty recall) and were left out."]
+        return "\n".join(lines) + "\n"
+
+
+def _records(run_dir: Path) -> list[dict[str, Any]]:
+    from deltamem.bench.results import EPISODES_FILE, read_episodes
+
+    records = read_episodes(run_dir / EPISODES_FILE)
+    if not records:
+        raise InvalidInputError(f"{run_dir} holds no recorded episode ({EPISODES_FILE})")
+    return records
+
+
+def _quality_of(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    recall = record.get("recall") or {}
+    details = recall.get("details") if isinstance(recall, Mapping) else None
+    if not isinstance(details, Mapping):
+        return None
+    q = details.get("quality")
+    return q if isinstance(q, Mapping) else None
+
+
+def correlation_report(
+    run_dir: str | Path,
+    baseline_dir: str | Path,
+    *,
+    lam: float = DEFAULT_LAMBDA,
+    lambdas: Iterable[float] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0),
+    phase: str | None = None,
+) -> CorrelationReport:
+    """Correlate Q of each task's recalls with its improvement over a no-memory run.
+
+    ``run_dir`` is a run of one of this package's memories (its
+    ``episodes.jsonl`` records must carry ``recall.details.quality``);
+    ``baseline_dir`` a run of the same tasks with memory ``none``. Tasks are
+    matched by ``task_id``; a task's Δavg is its mean reward in ``run_dir``
+    minus its mean reward in ``baseline_dir``; its Rel and Div are the means
+    over its recalls that retrieved something. ``phase`` limits both runs to
+    one phase (default: every phase).
+
+    Raises :class:`InvalidInputError` when a directory has no episodes, when no
+    record of ``run_dir`` carries a logged quality (the runner must log
+    ``recall.details``), or when no task occurs in both runs.
+    """
+    runs = _records(Path(run_dir))
+    base = _records(Path(baseline_dir))
+    if phase is not None:
+        runs = [r for r in runs if r.get("phase") == phase]
+        base = [r for r in base if r.get("phase") == phase]
+    vanilla: dict[str, list[float]] = {}
+    for r in base:
+        vanilla.setdefault(str(r["task_id"]), []).append(float(r["reward"]))
+    rewards: dict[str, list[float]] = {}
+    rels: dict[str, list[float]] = {}
+    divs: dict[str, list[float]] = {}
+    skipped = 0
+    any_quality = False
+    for r in runs:
+        tid = str(r["task_id"])
+        rewards.setdefault(tid, []).append(float(r["reward"]))
+        q = _quality_of(r)
+        if q is None:
+            skipped += 1
+            continue
+        any_quality = True
+        rels.setdefault(tid, []).append(float(q["rel"]))
+        divs.setdefault(tid, []).append(float(q["div"]))
+    if not any_quality:
+        raise InvalidInputError(
+            f"no episode of {run_dir} carries recall.details.quality: run one of the decocted "
+            "memories (lessons, lessons-raw, lessons-kmeans, concept-tree) with a runner that "
+            "logs recall details"
+        )
+    points = []
+    for tid in sorted(rels):
+        if tid not in vanilla:
+            continue
+        points.append(TaskPoint(
+            task_id=tid,
+            rel=float(np.mean(rels[tid])),
+            div=float(np.mean(divs[tid])),
+            delta=float(np.mean(rewards[tid]) - np.mean(vanilla[tid])),
+            n_context=len(rewards[tid]),
+            n_vanilla=len(vanilla[tid]),
+        ))
+    if not points:
+        raise InvalidInputError(f"no task of {run_dir} with a logged quality was also played in "
+                                f"{baseline_dir}")
+    deltas = [p.delta for p in points]
+
+    def r_at(x: float) -> float | None:
+        return pearson([p.rel + x * p.div for p in points], deltas)
+
+    grid = sorted({float(x) for x in lambdas} | {float(lam)})
+    return CorrelationReport(points=tuple(points), lam=float(lam), r=r_at(lam),
+                             r_by_lambda=tuple((x, r_at(x)) for x in grid),
+                             skipped_no_quality=skipped)

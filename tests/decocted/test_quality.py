@@ -1,0 +1,120 @@
+"""Rel, Div, Q (paper §4) against hand-computed values; the Q-vs-improvement correlation."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from deltamem.errors import InvalidInputError
+from deltamem.memories.decocted.quality import (
+    ContextQuality,
+    context_quality,
+    correlation_report,
+    diversity,
+    pearson,
+    relevance,
+)
+
+Q = [1.0, 0.0, 0.0]
+E = [[1.0, 0.0, 0.0], [0.6, 0.8, 0.0], [0.0, 0.0, 1.0]]
+
+
+def test_rel_div_q_match_hand_computed_values():
+    # <q,e> = 1, 0.6, 0 -> Rel = 1.6 / 3
+    assert relevance(Q, E) == pytest.approx(1.6 / 3)
+    # pairs: <e1,e2> = .6, <e1,e3> = 0, <e2,e3> = 0 -> ordered-pair sum 1.2 over K(K-1) = 6
+    assert diversity(E) == pytest.approx(-1.2 / 6)
+    cq = context_quality(Q, E)
+    assert cq.q == pytest.approx(1.6 / 3 + 0.6 * (-0.2))
+    assert cq.k == 3 and cq.lam == 0.6
+    assert context_quality(Q, E, lam=2.0).q == pytest.approx(1.6 / 3 - 0.4)
+    assert cq.with_lambda(0.0) == pytest.approx(1.6 / 3)
+
+
+def test_single_entry_has_zero_diversity_and_identical_entries_minus_one():
+    assert diversity([[0.0, 1.0]]) == 0.0
+    assert diversity([[0.0, 1.0], [0.0, 1.0]]) == pytest.approx(-1.0)
+
+
+def test_quality_round_trips_through_dict():
+    cq = context_quality(Q, E, lam=0.3)
+    d = json.loads(json.dumps(cq.to_dict()))
+    assert ContextQuality.from_dict(d) == cq
+    assert d["q"] == pytest.approx(cq.q)
+
+
+@pytest.mark.parametrize("bad", [[], [[np.nan, 0.0, 0.0]], [1.0, 0.0, 0.0]])
+def test_bad_inputs_raise(bad):
+    with pytest.raises(InvalidInputError):
+        context_quality(Q, bad)
+
+
+def test_width_mismatch_raises():
+    with pytest.raises(InvalidInputError):
+        relevance([1.0, 0.0], E)
+
+
+@given(st.lists(st.lists(st.floats(-1, 1), min_size=3, max_size=3), min_size=2, max_size=6))
+def test_diversity_equals_explicit_double_sum(rows):
+    m = np.asarray(rows)
+    k = len(rows)
+    explicit = -sum(m[i] @ m[j] for i in range(k) for j in range(k) if i != j) / (k * (k - 1))
+    assert diversity(rows) == pytest.approx(explicit, abs=1e-9)
+
+
+def test_pearson_values():
+    assert pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
+    assert pearson([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    assert pearson([1, 2, 3], [5, 5, 5]) is None
+    assert pearson([1], [1]) is None
+    with pytest.raises(InvalidInputError):
+        pearson([1, 2], [1])
+
+
+def _write_run(path: Path, rows: list[tuple[str, float, dict | None]]) -> None:
+    path.mkdir(parents=True)
+    with open(path / "episodes.jsonl", "w", encoding="utf-8") as f:
+        for i, (tid, reward, quality) in enumerate(rows):
+            rec = {"index": i, "phase": "online", "task_id": tid, "reward": reward,
+                   "success": reward == 1.0, "steps": 3,
+                   "recall": {"chars": 0, "items": [],
+                              "details": {"quality": quality} if quality else {}}}
+            f.write(json.dumps(rec) + "\n")
+
+
+def _q(rel: float, div: float) -> dict:
+    return {"rel": rel, "div": div, "q": rel + 0.6 * div, "lambda": 0.6, "k": 2}
+
+
+def test_correlation_report_matches_hand_computation(tmp_path):
+    run, base = tmp_path / "run", tmp_path / "none"
+    _write_run(run, [("a", 1.0, _q(0.9, -0.5)), ("b", 0.0, _q(0.5, -0.9)),
+                     ("c", 1.0, _q(0.7, -0.2)), ("a", 1.0, _q(0.7, -0.3)),
+                     ("d", 1.0, None)])
+    _write_run(base, [("a", 0.0, None), ("b", 0.0, None), ("c", 0.0, None), ("c", 1.0, None),
+                      ("d", 0.0, None)])
+    rep = correlation_report(run, base, lambdas=(0.0, 1.0))
+    # per task: a: rel .8 div -.4 delta 1; b: .5 -.9 delta 0; c: .7 -.2 delta .5
+    rel, div, delta = [0.8, 0.5, 0.7], [-0.4, -0.9, -0.2], [1.0, 0.0, 0.5]
+    assert [p.task_id for p in rep.points] == ["a", "b", "c"]
+    assert [p.delta for p in rep.points] == pytest.approx(delta)
+    expect = pearson([r + 0.6 * d for r, d in zip(rel, div, strict=True)], delta)
+    assert rep.r == pytest.approx(expect)
+    grid = dict(rep.r_by_lambda)
+    assert set(grid) == {0.0, 0.6, 1.0}
+    assert grid[0.0] == pytest.approx(pearson(rel, delta))
+    assert rep.skipped_no_quality == 1
+    assert "Pearson r" in rep.markdown() and not math.isnan(rep.r)
+
+
+def test_correlation_report_needs_logged_quality(tmp_path):
+    _write_run(tmp_path / "run", [("a", 1.0, None)])
+    _write_run(tmp_path / "none", [("a", 0.0, None)])
+    with pytest.raises(InvalidInputError, match=r"recall\.details\.quality"):
+        correlation_report(tmp_path / "run", tmp_path / "none")
