@@ -1,0 +1,120 @@
+"""``HouseholdEnv``: an offline ALFWorld stand-in built from generated games.
+
+Task ids read ``<split>/<task_type>/<seed>-<index>``; the id alone determines the game
+(see :func:`~deltamem.envs.household.generator.generate_game`), so any id returned by
+:meth:`HouseholdEnv.task_ids` can be reset later, on any machine. Games are written
+under ``cache_dir`` (``<cache_dir>/v<GENERATOR_VERSION>/<task id>/game.tw-pddl``) on
+first use and reused afterwards; without ``cache_dir`` a temporary directory is used
+and removed by :meth:`close`.
+
+Example (needs ``textworld`` and ``alfworld``)::
+
+    with HouseholdEnv(cache_dir="~/.cache/deltamem/household") as env:
+        for task_id in env.task_ids("unseen", seed=0):
+            task = env.reset(task_id)          # task.goal: 'put a hot cup in countertop'
+            t = env.step(env.admissible_actions()[0])
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+from deltamem.envs.household import catalog
+from deltamem.envs.household.generator import (
+    GENERATOR_VERSION,
+    GameChecker,
+    generate_game,
+    write_game,
+)
+from deltamem.envs.household.play import AlfredGameEnv, GameRef
+from deltamem.errors import ConfigError, InvalidInputError
+
+__all__ = ["HouseholdEnv"]
+
+
+class HouseholdEnv(AlfredGameEnv):
+    """Generated ALFWorld-format household games, played with ALFWorld's engine.
+
+    Args:
+        cache_dir: where games are written and reused; ``None`` -> a temporary
+            directory owned by this environment.
+        n: tasks per ``task_ids`` stream (balanced over the six task types).
+        max_steps: step cap per episode.
+    """
+
+    name = "household"
+    domain = "alfworld"
+    splits: tuple[str, ...] = catalog.SPLITS
+
+    def __init__(self, cache_dir: str | Path | None = None, n: int = 60,
+                 max_steps: int = 30) -> None:
+        super().__init__(max_steps=max_steps)
+        self.cache_dir = cache_dir
+        self.n = n
+        self._root: Path | None = None
+        self._tmp: str | None = None
+        self._checker: GameChecker | None = None
+
+    def _games_root(self) -> Path:
+        if self._root is None:
+            if self.cache_dir is None:
+                self._tmp = tempfile.mkdtemp(prefix="deltamem-household-")
+                base = Path(self._tmp)
+            else:
+                base = Path(self.cache_dir).expanduser()
+            self._root = base / f"v{GENERATOR_VERSION}"
+        return self._root
+
+    def task_ids(self, split: str, seed: int = 0) -> list[str]:
+        """``n`` ids of ``split``; task types cycle in a seed-shuffled order.
+
+        Ids are ``<split>/<task_type>/<seed>-<index>``: a different seed gives other games.
+        """
+        if split not in self.splits:
+            raise ConfigError(f"unknown split {split!r}; expected one of {self.splits}")
+        if self.n < 1:
+            raise ConfigError(f"n must be >= 1, got {self.n}")
+        types = list(catalog.TASK_TYPES)
+        random.Random(f"household/{split}/{seed}").shuffle(types)
+        return [f"{split}/{types[i % len(types)]}/{seed}-{i}" for i in range(self.n)]
+
+    def locate(self, task_id: str) -> GameRef:
+        """The game file of ``task_id``, generated (and cached) on first use."""
+        split, task_type, key = _parse_id(task_id)
+        directory = self._games_root() / split / task_type / key
+        path = directory / "game.tw-pddl"
+        if not _readable(path):
+            self._checker = self._checker or GameChecker()
+            write_game(generate_game(split, task_type, key, checker=self._checker), directory)
+        return GameRef(path=path, split=split, task_type=task_type)
+
+    def close(self) -> None:
+        super().close()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+            self._root = None
+
+
+def _parse_id(task_id: str) -> tuple[str, str, str]:
+    parts = task_id.split("/")
+    if (len(parts) != 3 or parts[0] not in catalog.SPLITS
+            or parts[1] not in catalog.TASK_TYPES or not parts[2]):
+        raise InvalidInputError(
+            f"not a household task id: {task_id!r} (expected <split>/<task_type>/<key>)")
+    return parts[0], parts[1], parts[2]
+
+
+def _readable(path: Path) -> bool:
+    """A complete game file is there (files are renamed into place, so no half files)."""
+    if not path.is_file():
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(data.get("solvable")) and "pddl_problem" in data
