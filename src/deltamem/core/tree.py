@@ -29,18 +29,43 @@ parent's). Among nodes of exactly equal score:
 2. then the deeper node wins: its chain carries the parent's experience plus
    the most specific deltas;
 3. then the most recently inserted node (largest ``seq``).
+
+Exact scores. "Equal score" must not depend on where a row sits in the
+matrix, yet BLAS ``sgemv`` rounds rows differently by position (two identical
+rows can differ in the last bit). So the float32 product is only a filter:
+every row whose float32 score is within a proven rounding bound of the
+float32 maximum (see :meth:`ResidualTree._window`) is re-scored exactly —
+s(v) is the correctly rounded float64 value of e_v·e_q (``math.fsum`` of the
+exact float64 products) minus ε for FAILURE nodes — and the arg-max and the
+tie rule are taken on those exact scores. Only near-ties are re-scored, so the
+cost stays one mat-vec plus a few microseconds. ``Match.score`` is that exact
+score.
+
+Search modes. ``search="exact"`` (default) scans every row as above.
+``search="ann"`` asks :class:`deltamem.core.ann.AnnIndex` (optional package)
+for candidate rows — the best of the SUCCESS index and of the FAILURE index,
+so the penalty is applied exactly — then re-scores and breaks ties exactly
+as above, among the candidates returned.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import math
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from deltamem.core.payload import ChainEntry, Kind, Label, Payload, TreeName
+from deltamem.errors import ConfigError
+
+if TYPE_CHECKING:
+    from deltamem.core.ann import AnnIndex
 
 VIRTUAL_ROOT_DEPTH = 0
+SearchMode = Literal["exact", "ann"]
+SEARCH_MODES: tuple[str, ...] = ("exact", "ann")
 
 
 @dataclass(frozen=True)
@@ -119,11 +144,32 @@ class ResidualTree:
 
     Nodes are added with :meth:`add` (ids must be new) and updated with
     :meth:`replace`; nothing is ever removed (memories are non-destructive).
+
+    ``search`` picks exact scanning or ANN candidates (module doc);
+    ``ann_options`` are passed to :class:`deltamem.core.ann.AnnIndex`. An
+    unknown mode, or ``"ann"`` without its package, raises :class:`ConfigError`.
     """
 
-    def __init__(self, name: TreeName, dim: int, nodes: Iterable[Node] = ()) -> None:
+    def __init__(
+        self,
+        name: TreeName,
+        dim: int,
+        nodes: Iterable[Node] = (),
+        *,
+        search: SearchMode = "exact",
+        ann_options: Mapping[str, Any] | None = None,
+    ) -> None:
         self.name = name
         self.dim = dim
+        self.search = search
+        self._ann: AnnIndex | None = None
+        if search == "ann":
+            from deltamem.core.ann import AnnIndex
+
+            self._ann = AnnIndex(dim, **dict(ann_options or {}))
+        elif search != "exact":
+            raise ConfigError(f"unknown search mode {search!r}; use one of {SEARCH_MODES}")
+        self._max_norm = 0.0
         self._nodes: dict[str, Node] = {}
         self._row: dict[str, int] = {}
         self._ids: list[str] = []
@@ -172,6 +218,7 @@ class ResidualTree:
         self._depth[n] = node.depth
         self._seq[n] = node.seq
         self._cons[n] = int(node.consolidated)
+        self._max_norm = max(self._max_norm, float(np.linalg.norm(emb.astype(np.float64))))
         self._row[node.id] = n
         self._ids.append(node.id)
         self._nodes[node.id] = node
@@ -194,24 +241,77 @@ class ResidualTree:
 
     # -- Eq. 6 -----------------------------------------------------------
     def scores(self, query: np.ndarray, epsilon: float) -> np.ndarray:
-        """s(v) for every node, in insertion order (Eq. 6)."""
+        """s(v) for every node in float32, in insertion order (Eq. 6).
+
+        This is the fast filter :meth:`match` uses; it can differ from the exact
+        score in the last float32 bits (see the module doc).
+        """
         n = len(self._ids)
         q = np.asarray(query, dtype=np.float32).reshape(-1)
-        return self._emb[:n] @ q - np.float32(epsilon) * self._fail[:n]
+        s = self._emb[:n] @ q
+        if epsilon:
+            # in place: one temporary of n floats for the penalty, none for the result
+            s -= np.float32(epsilon) * self._fail[:n]
+        return s
+
+    def exact_scores(self, rows: np.ndarray, query: np.ndarray, epsilon: float) -> np.ndarray:
+        """Exact s(v) (float64) of the given rows: the definition :meth:`match` decides on.
+
+        e_v·e_q is the correctly rounded sum of the exact float64 products of the
+        stored float32 components (``math.fsum``), so identical embeddings always
+        score identically; FAILURE nodes lose ``epsilon``.
+        """
+        q = np.asarray(query, dtype=np.float32).reshape(-1).astype(np.float64)
+        out = np.empty(len(rows), dtype=np.float64)
+        seen: dict[bytes, float] = {}
+        for k, r in enumerate(np.asarray(rows, dtype=np.int64).tolist()):
+            row = self._emb[r]
+            key = row.tobytes()
+            dot = seen.get(key)
+            if dot is None:
+                dot = math.fsum((row.astype(np.float64) * q).tolist())
+                seen[key] = dot
+            out[k] = dot - float(epsilon) if self._fail[r] else dot
+        return out
+
+    def _tolerance(self, query: np.ndarray, epsilon: float) -> float:
+        """Bound on |float32 score − exact score| summed over two rows.
+
+        Each float32 score (d products, d−1 sums, one penalty subtraction) is
+        off by at most (d+2)·2⁻²⁴·(‖e_v‖‖e_q‖ + ε) (standard dot-product error
+        bound, first order); the window needs twice that; we take another 2×
+        of margin.
+        """
+        qn = float(np.linalg.norm(np.asarray(query, dtype=np.float64)))
+        return (self.dim + 2) * (self._max_norm * qn + abs(epsilon)) * 2.0**-21
+
+    def _window(self, query: np.ndarray, epsilon: float) -> np.ndarray:
+        """Rows that can be the exact arg-max: float32 score ≥ float32 max − tolerance."""
+        s = self.scores(query, epsilon)
+        top = s.max()
+        return np.flatnonzero(s >= top - np.float32(self._tolerance(query, epsilon)))
 
     def match(self, query: np.ndarray, tau: float, epsilon: float) -> Match:
         """Global arg-max of s(v) over every node, accepted iff s(v*) ≥ τ (Eq. 6).
 
-        ``query`` must be unit-norm (cosine = dot product). Ties: see module doc.
+        ``query`` must be unit-norm (cosine = dot product). Scores and ties: see
+        the module doc. In ``ann`` mode the arg-max is over the ANN candidates.
         """
-        if not self._ids:
+        n = len(self._ids)
+        if not n:
             return Match(None, None, tau, False)
-        s = self.scores(query, epsilon)
-        best = s.max()
-        cand = np.flatnonzero(s == best)
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if self._ann is not None:
+            rows = self._ann.candidates(self._emb, self._fail, n, q)
+            s32 = self._emb[rows] @ q - np.float32(epsilon) * self._fail[rows]
+            rows = rows[s32 >= s32.max() - np.float32(self._tolerance(q, epsilon))]
+        else:
+            rows = self._window(q, epsilon)
+        exact = self.exact_scores(rows, q, epsilon)
+        best = exact.max()
+        cand = rows[exact == best]
         if cand.size > 1:
-            n = len(self._ids)
-            depth, seq, cons = self._depth[:n][cand], self._seq[:n][cand], self._cons[:n][cand]
+            depth, seq, cons = self._depth[cand], self._seq[cand], self._cons[cand]
             # lexsort: last key is primary → unconsolidated, deeper, newer first
             cand = cand[np.lexsort((-seq, -depth, cons))]
         row = int(cand[0])

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -55,6 +55,9 @@ class DeltaMemConfig(BaseModel):
         epsilon: failure penalty ε (Eq. 6).
         d_max: maximum depth D_max (Eq. 5).
         use_task_tree, use_env_tree: ablation switches (paper Table 3).
+        search: ``exact`` scans every node; ``ann`` takes candidates from an
+            approximate index (optional extra ``deltamem[ann]``; see
+            :mod:`deltamem.core.ann`), with the failure penalty and ties still exact.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -68,6 +71,7 @@ class DeltaMemConfig(BaseModel):
     d_max: int = Field(default=5, ge=1, le=1000)
     use_task_tree: bool = True
     use_env_tree: bool = True
+    search: Literal["exact", "ann"] = "exact"
 
     @model_validator(mode="after")
     def _check(self) -> DeltaMemConfig:
@@ -187,13 +191,18 @@ class DeltaMem(Memory):
     ) -> DeltaMem:
         """Open (or create) the bank at ``path`` (``":memory:"``: not persisted).
 
+        ``path`` may also be a ``postgresql://…`` URL (see
+        :mod:`deltamem.store.postgres`); :func:`deltamem.store.factory.open_store` decides.
+
         ``embedder=None`` opens the bank for inspection only (recall and learn
         need an embedder). Raises :class:`EmbedderMismatchError` when the bank
         was built with another embedder.
         """
-        store = SQLiteStore(path, readonly=readonly)
+        from deltamem.store.factory import open_store
+
+        store = open_store(path, readonly=readonly)
         try:
-            return cls(store, embedder, extractor, config, **overrides)
+            return cls(store, embedder, extractor, config, **overrides)  # type: ignore[arg-type]
         except BaseException:
             store.close()
             raise
@@ -211,23 +220,39 @@ class DeltaMem(Memory):
                 "embedder, or build a new bank."
             )
 
-    def _reload(self, *, force: bool = False) -> None:
+    def _reload(self, *, force: bool = False, touched: Collection[str] | None = None) -> None:
         """Bring both trees up to date with the store, incrementally.
 
         ``PRAGMA data_version`` tells when another connection committed; our own
-        commits do not change it, so :meth:`learn` calls this with ``force=True``.
+        commits do not change it, so :meth:`learn` calls this with ``force=True``
+        and ``touched``, the nodes whose hits or flags its transaction changed.
         Nodes are append-only (ordered by ``seq``), so only rows past the last
-        seen ``seq`` are loaded; hit counts and consolidation flags of known
-        nodes are refreshed from one narrow query.
+        seen ``seq`` are loaded. Hit counts and consolidation flags: when no
+        other connection committed since the last reload, only the ``touched``
+        nodes are re-read; otherwise all are, from one narrow query.
         """
         v = self.store.version()
         if v == self._version and self.trees and not force:
             return
+        if self.trees and touched is not None and v == self._version:
+            for n in self.store.load_nodes(after_seq=self._max_seq):
+                self.trees[n.tree].add(n)
+                self._max_seq = max(self._max_seq, n.seq)
+            for node_id in touched:
+                for t in self.trees.values():
+                    if node_id in t:
+                        hits, cons = self.store.node_state(node_id)
+                        old = t.get(node_id)
+                        t.replace(replace(old, success_hits=hits, consolidated=cons))
+            return
         if not self.trees:
             nodes = self.store.load_nodes()
             dim = self.dim or (len(nodes[0].embedding) if nodes else 1)
-            self.trees = {t: ResidualTree(t, dim, (n for n in nodes if n.tree == t))
-                          for t in TREES}
+            self.trees = {
+                t: ResidualTree(t, dim, (n for n in nodes if n.tree == t),
+                                search=self.config.search)
+                for t in TREES
+            }
             self._max_seq = max((n.seq for n in nodes), default=0)
         else:
             for n in self.store.load_nodes(after_seq=self._max_seq):
@@ -235,6 +260,10 @@ class DeltaMem(Memory):
                 self._max_seq = max(self._max_seq, n.seq)
             for node_id, tree, hits, cons in self.store.node_states():
                 t = self.trees[tree]
+                if node_id not in t:
+                    # committed by another process after load_nodes() read: data_version
+                    # has moved past ``v``, so the next reload loads it
+                    continue
                 old = t.get(node_id)
                 if old.success_hits != hits or old.consolidated != cons:
                     t.replace(replace(old, success_hits=hits, consolidated=cons))
@@ -337,7 +366,7 @@ class DeltaMem(Memory):
                 self.store.add_rejection(episode_id=episode.id, **rej)
             for plan in plans:
                 plan()
-        self._reload(force=True)
+        self._reload(force=True, touched={c.id for c in changes if c.kind == "hit" and c.id})
         return Changes(tuple(changes))
 
     def _enabled(self) -> list[TreeName]:
