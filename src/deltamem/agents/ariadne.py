@@ -1,0 +1,313 @@
+"""The Ariadne agent (paper §3, Appendix B): working memory, a planner and a ReAct decision.
+
+Each step:
+
+1. **Working memory**: the goal, the current observation, the last
+   ``history`` observations and actions, what the memory returned (the
+   :class:`~deltamem.types.Recall` of ``memory.observe``: text, plus, for
+   AriGraph, the location, spatial triplets and unexplored exits in
+   ``details``) and the plan.
+2. **Exploration check** (Appendix B): whether the first sub-goal needs
+   finding something — by keywords (default, no LLM call) or by an LLM call
+   (``explore_check="llm"``). In exploration mode the unexplored exits are
+   added to the prompts.
+3. **Planning** (purpose ``plan``): a JSON plan ``{"main_goal", "plan_steps":
+   [{"sub_goal", "reason"}]}`` revised from the previous one. Output that stays
+   invalid after one repair is logged and the previous plan is kept.
+4. **Decision** (purpose ``act``): ReAct-style JSON ``{"reason_for_action",
+   "action_to_take"}`` choosing among the admissible actions plus ``go to
+   <place>`` for every known place with a known route (the schema lists the
+   options as an enum). ``go to`` runs the moves of the shortest route over
+   spatial triplets, one environment step (and one ``observe``) each.
+   An action that is not an option (or invalid output) is recorded with
+   ``valid=False`` and :data:`~deltamem.agents.react.INVALID_OBSERVATION`
+   without stepping the environment, as the ReAct agent does.
+
+After every environment step the memory's :meth:`observe` is called; the
+opening observation is sent as ``Step("", task.observation)``. The plan is
+passed on with ``memory.note_plan(text)`` when the memory has that method.
+A memory with ``trials > 1`` (Reflexion) gets that many attempts: after a failed
+one the agent calls ``memory.reflect(episode)``, resets the environment to
+the same task and plays again with ``memory.recall(task)``. The returned
+episode is the last attempt; its usage covers all attempts.
+
+Step cap, rewards and outcome follow :class:`~deltamem.agents.react.ReActAgent`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, Literal
+
+from deltamem.agents.parsing import match_action
+from deltamem.agents.react import INVALID_OBSERVATION
+from deltamem.envs.base import Environment, Transition
+from deltamem.errors import ConfigError, ExtractionError
+from deltamem.llm.base import LLMClient
+from deltamem.memories.arigraph.navigation import shortest_path
+from deltamem.memories.arigraph.prompts import render
+from deltamem.memories.arigraph.triplets import Triplet
+from deltamem.memories.baseline import ask_json
+from deltamem.memory import Memory
+from deltamem.types import Episode, Recall, Step, Task, Usage
+
+__all__ = ["AriadneAgent", "Plan", "goto_options", "needs_exploration"]
+
+log = logging.getLogger(__name__)
+
+_TEXT = {"type": "string", "minLength": 1, "maxLength": 300}
+PLAN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "main_goal": {"type": "string", "minLength": 1, "maxLength": 600},
+        "plan_steps": {"type": "array", "minItems": 1, "maxItems": 8, "items": {
+            "type": "object",
+            "properties": {"sub_goal": _TEXT, "reason": _TEXT},
+            "required": ["sub_goal", "reason"],
+            "additionalProperties": False,
+        }},
+    },
+    "required": ["main_goal", "plan_steps"],
+    "additionalProperties": False,
+}
+_EXPLORE_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"explore": {"type": "boolean"}},
+    "required": ["explore"], "additionalProperties": False,
+}
+_EXPLORE_WORDS = re.compile(r"\b(?:find|locate|explore|search|look for|discover|where)\b",
+                            re.IGNORECASE)
+_GOTO = re.compile(r"^go to (?:the )?(.+)$", re.IGNORECASE)
+_OBS_CHARS = 1500
+
+
+@dataclass
+class Plan:
+    """The planner's current plan."""
+
+    main_goal: str
+    steps: list[tuple[str, str]] = field(default_factory=list)
+
+    def render(self) -> str:
+        if not self.steps:
+            return "(no plan yet)"
+        return "\n".join(f"{i}. {g} (reason: {r})" for i, (g, r) in enumerate(self.steps, 1))
+
+    def sub_goals(self) -> str:
+        return "\n".join(g for g, _ in self.steps)
+
+
+def needs_exploration(plan: Plan) -> bool:
+    """Keyword exploration check: the first sub-goal asks to find, locate or explore."""
+    return bool(plan.steps) and bool(_EXPLORE_WORDS.search(plan.steps[0][0]))
+
+
+def goto_options(details: Mapping[str, Any]) -> dict[str, list[str]]:
+    """``"go to <place>"`` → its move commands, for every known place reachable from the
+    current location over the spatial triplets in a recall's ``details``."""
+    here = details.get("location")
+    spatial = [Triplet.from_obj(t) for t in details.get("spatial") or ()]
+    if not here or not spatial:
+        return {}
+    places = sorted({t.subject for t in spatial} | {t.object for t in spatial})
+    out: dict[str, list[str]] = {}
+    for place in places:
+        route = shortest_path(spatial, here, place)
+        if route:
+            out[f"go to {place}"] = route
+    return out
+
+
+@dataclass
+class AriadneAgent:
+    """The Ariadne agent (see the module docstring).
+
+    Args:
+        llm: the model.
+        domain: prompt domain (recorded; Ariadne's prompts are domain-free).
+        max_steps: step cap overriding ``env.max_steps(task)``.
+        history: recent observations/actions in working memory (``n_prev``).
+        explore_check: ``keywords`` or ``llm``.
+        navigation: offer ``go to <place>`` actions.
+        max_listed_actions: options beyond this many are not put in the schema enum.
+        max_tokens: completion budget of planner and decision calls.
+        temperature: sampling temperature.
+    """
+
+    llm: LLMClient
+    _: KW_ONLY
+    domain: str = "textworld"
+    max_steps: int | None = None
+    history: int = 5
+    explore_check: Literal["keywords", "llm"] = "keywords"
+    navigation: bool = True
+    max_listed_actions: int = 80
+    max_tokens: int = 500
+    temperature: float = 0.0
+
+    def play(self, env: Environment, task: Task, recall: Recall,
+             memory: Memory | None = None) -> Episode:
+        """Play ``task`` (already reset in ``env``); see the module docstring."""
+        cap = self.max_steps if self.max_steps is not None else env.max_steps(task)
+        if not isinstance(cap, int) or cap < 1:
+            raise ConfigError(f"step cap must be a positive integer, got {cap!r}")
+        if self.explore_check not in ("keywords", "llm"):
+            raise ConfigError(f"explore_check must be 'keywords' or 'llm', "
+                              f"got {self.explore_check!r}")
+        before = self.llm.usage.snapshot()
+        trials = max(1, int(getattr(memory, "trials", 1) or 1))
+        episode = self._trial(env, task, recall, memory, cap, before)
+        for _ in range(trials - 1):
+            if episode.success:
+                break
+            reflect = getattr(memory, "reflect", None)
+            if callable(reflect):
+                reflect(episode)
+            task = env.reset(task.id)
+            recall = memory.recall(task) if memory is not None else Recall()
+            episode = self._trial(env, task, recall, memory, cap, before)
+        return episode
+
+    # -- one attempt ------------------------------------------------------------------------
+    def _trial(self, env: Environment, task: Task, recall: Recall, memory: Memory | None,
+               cap: int, before: Usage) -> Episode:
+        wm = _WorkingMemory(task=task, recall=recall, plan=Plan(task.goal))
+        self._observe(memory, Step(action="", observation=task.observation), wm)
+        steps: list[Step] = []
+        last: Transition | None = None
+        score = 0.0
+        while len(steps) < cap:
+            self._plan(wm, memory)
+            admissible = tuple(env.admissible_actions())
+            routes = goto_options(wm.recall.details) if self.navigation else {}
+            reason, choice = self._decide(wm, admissible, routes)
+            moves = routes.get(choice) if choice is not None else None
+            if choice is None:
+                steps.append(Step(action=wm.last_answer, observation=INVALID_OBSERVATION,
+                                  thought=reason, valid=False, admissible=admissible))
+                wm.push(steps[-1])
+                continue
+            for action in moves or [choice]:
+                if len(steps) >= cap:
+                    break
+                t = env.step(action)
+                step = Step(action=action, observation=t.observation, reward=t.score - score,
+                            done=t.done, thought=reason if moves is None else
+                            f"{reason} [{choice}]", valid=t.valid, admissible=admissible)
+                score, last = t.score, t
+                steps.append(step)
+                wm.push(step)
+                self._observe(memory, step, wm)
+                admissible = tuple(env.admissible_actions()) if not t.done else ()
+                if t.done:
+                    break
+            if steps and steps[-1].done:
+                break
+        return Episode(task=task, steps=tuple(steps),
+                       success=bool(last is not None and last.success),
+                       reward=float(last.score) if last is not None else 0.0,
+                       max_steps=cap, usage=self.llm.usage.since(before))
+
+    @staticmethod
+    def _observe(memory: Memory | None, step: Step, wm: _WorkingMemory) -> None:
+        if memory is None:
+            return
+        r = memory.observe(step)
+        if r is not None:
+            wm.recall = r
+
+    def _values(self, wm: _WorkingMemory) -> dict[str, object]:
+        exits = wm.recall.details.get("unexplored_exits") or []
+        block = ""
+        if wm.explore and exits:
+            block = "6. Yet unexplored exits: " + "; ".join(exits) + "\n"
+        return {
+            "goal": wm.task.goal,
+            "n_prev": self.history,
+            "history": wm.history(self.history),
+            "observation": wm.observation[:_OBS_CHARS],
+            "memory": wm.recall.text.strip() or "(nothing)",
+            "plan": wm.plan.render(),
+            "exits": block,
+        }
+
+    def _plan(self, wm: _WorkingMemory, memory: Memory | None) -> None:
+        try:
+            obj = ask_json(self.llm, role="ariadne_plan", purpose="plan",
+                           prompt=render("plan", **self._values(wm)), schema=PLAN_SCHEMA,
+                           shape='{"main_goal": str, "plan_steps": [{"sub_goal", "reason"}]}',
+                           max_tokens=self.max_tokens)
+        except ExtractionError:
+            wm.plan_rejections += 1  # ask_json logged it; the previous plan stays
+        else:
+            wm.plan = Plan(obj["main_goal"],
+                           [(s["sub_goal"], s["reason"]) for s in obj["plan_steps"]])
+        note = getattr(memory, "note_plan", None)
+        if callable(note):
+            note(wm.plan.sub_goals())
+        if self.explore_check == "llm":
+            try:
+                wm.explore = bool(ask_json(
+                    self.llm, role="ariadne_explore", purpose="plan",
+                    prompt=render("explore_check", plan=wm.plan.render()),
+                    schema=_EXPLORE_SCHEMA, shape='{"explore": bool}', max_tokens=20,
+                )["explore"])
+            except ExtractionError:
+                wm.explore = needs_exploration(wm.plan)
+        else:
+            wm.explore = needs_exploration(wm.plan)
+
+    def _decide(self, wm: _WorkingMemory, admissible: Sequence[str],
+                routes: Mapping[str, list[str]]) -> tuple[str, str | None]:
+        options = list(dict.fromkeys([*admissible, *routes]))
+        action_schema: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 200}
+        if options and len(options) <= self.max_listed_actions:
+            action_schema = {"type": "string", "enum": options}
+        schema = {
+            "type": "object",
+            "properties": {"reason_for_action": {"type": "string", "minLength": 1,
+                                                 "maxLength": 600},
+                           "action_to_take": action_schema},
+            "required": ["reason_for_action", "action_to_take"],
+            "additionalProperties": False,
+        }
+        values = self._values(wm)
+        values["actions"] = "; ".join(options) if options else "(any command)"
+        try:
+            obj = ask_json(self.llm, role="ariadne_act", purpose="act",
+                           prompt=render("act", **values), schema=schema,
+                           shape='{"reason_for_action": str, "action_to_take": str}',
+                           max_tokens=self.max_tokens)
+        except ExtractionError as e:
+            wm.last_answer = e.raw[:200]
+            return "", None
+        wm.last_answer = obj["action_to_take"]
+        return obj["reason_for_action"], match_action(obj["action_to_take"], options)
+
+
+@dataclass
+class _WorkingMemory:
+    task: Task
+    recall: Recall
+    plan: Plan
+    steps: list[Step] = field(default_factory=list)
+    explore: bool = False
+    plan_rejections: int = 0
+    last_answer: str = ""
+
+    @property
+    def observation(self) -> str:
+        return self.steps[-1].observation if self.steps else self.task.observation
+
+    def push(self, step: Step) -> None:
+        self.steps.append(step)
+
+    def history(self, n: int) -> str:
+        if n <= 0 or len(self.steps) <= 1:
+            return "(none)"
+        lines = []
+        for s in self.steps[-n - 1:-1]:
+            lines.append(f"> {s.action}\n{' '.join(s.observation.split())[:400]}")
+        return "\n".join(lines)
