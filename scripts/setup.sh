@@ -22,8 +22,8 @@ if [ "$what" = "all" ]; then
     say "llama-cpp-python: compiling from source (about 10 minutes on 2 cores, once)"
     CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" $PIP install "llama-cpp-python>=0.3"
   fi
-  say "environments: textworld, alfworld, scienceworld"
-  $PIP install -e ".[envs]"
+  say "environments (textworld, alfworld, scienceworld) and hnswlib for approximate search"
+  $PIP install -e ".[envs,ann]"
   if ! java -version 2>&1 | grep -q 'version "\(1[7-9]\|2[0-9]\)'; then
     say "Java 17 for ScienceWorld (Debian openjdk-17-jre-headless)"
     if command -v apt-get >/dev/null; then
