@@ -22,8 +22,15 @@ if [ "$what" = "all" ]; then
     say "llama-cpp-python: compiling from source (about 10 minutes on 2 cores, once)"
     CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" $PIP install "llama-cpp-python>=0.3"
   fi
-  say "environments (textworld, alfworld, scienceworld) and hnswlib for approximate search"
-  $PIP install -e ".[envs,ann]"
+  say "environments (textworld, alfworld, scienceworld), hnswlib, PostgreSQL client, HTTP service"
+  $PIP install -e ".[envs,ann,postgres,server]"
+  if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
+    say "Chromium and its driver for the tree-viewer browser test (Debian)"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null \
+      || say "warning: chromium could not be installed; the viewer browser test will skip"
+  fi
   if ! java -version 2>&1 | grep -q 'version "\(1[7-9]\|2[0-9]\)'; then
     say "Java 17 for ScienceWorld (Debian openjdk-17-jre-headless)"
     if command -v apt-get >/dev/null; then

@@ -7,9 +7,19 @@ from deltamem.types import Change, Changes, Episode, Recall, RecallItem, Step, T
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):  # lazy: the client needs httpx, an optional dependency
+    if name == "Client":
+        from deltamem.client import Client
+
+        return Client
+    raise AttributeError(f"module 'deltamem' has no attribute {name!r}")
+
+
 __all__ = [
     "Change",
     "Changes",
+    "Client",
     "DeltaMem",
     "DeltaMemConfig",
     "DeltaMemError",

@@ -31,10 +31,12 @@ app.add_typer(tree_app, name="tree")
 console = Console()
 err = Console(stderr=True)
 
-BankArg = Annotated[Path, typer.Argument(help="Path of a memory bank (.db file).")]
+BankArg = Annotated[
+    str, typer.Argument(help="A memory bank: a .db file or a postgresql://… URL.")
+]
 
 
-def _open_readonly(bank: Path):
+def _open_readonly(bank: str):
     """Open a DeltaMem bank for inspection; other systems' banks get a clear error."""
     from deltamem.memories import bank_system
     from deltamem.memories.deltamem import DeltaMem
@@ -152,11 +154,12 @@ def export_cmd(
 ) -> None:
     """Write every record of a bank (meta, nodes, logs) to a JSONL file."""
     from deltamem.memories import bank_system
-    from deltamem.store import SQLiteStore, export_jsonl
+    from deltamem.store import export_jsonl
+    from deltamem.store.factory import open_store
     from deltamem.store.items import ItemStore
 
     is_dm = bank_system(bank) == "deltamem"
-    store = SQLiteStore(bank, readonly=True) if is_dm else ItemStore(bank, readonly=True)
+    store = open_store(bank, readonly=True) if is_dm else ItemStore(bank, readonly=True)
     try:
         n = export_jsonl(store, out)
     finally:
@@ -167,16 +170,17 @@ def export_cmd(
 @app.command("import")
 def import_cmd(
     source: Annotated[Path, typer.Argument(help="JSONL file made by `deltamem export`.")],
-    bank: Annotated[Path, typer.Argument(help="New bank to create (must not hold nodes).")],
+    bank: Annotated[str, typer.Argument(help="New bank to create (must not hold nodes).")],
 ) -> None:
     """Load a JSONL export into a new bank."""
-    from deltamem.store import SQLiteStore, read_jsonl
+    from deltamem.store import read_jsonl
+    from deltamem.store.factory import open_store
     from deltamem.store.items import ItemStore
 
     if not source.exists():
         raise DeltaMemError(f"no such file: {source}")
     first = next(read_jsonl(source), {})
-    store = ItemStore(bank) if first.get("system") else SQLiteStore(bank)
+    store = ItemStore(bank) if first.get("system") else open_store(bank)
     try:
         n = store.import_records(read_jsonl(source))
     finally:
@@ -292,7 +296,7 @@ def demo(
     console.print(t)
     bank = out_dir / "deltamem" / "bank.db"
     if bank.exists():
-        tree_show(bank, which="both", width=70, full=False)
+        tree_show(str(bank), which="both", width=70, full=False)
 
 
 def _register_plugins() -> None:

@@ -82,7 +82,10 @@ def bank_system(path: str | Path) -> str:
     import sqlite3
 
     from deltamem.errors import StoreError
+    from deltamem.store.factory import is_url
 
+    if is_url(path):
+        return "deltamem"  # PostgreSQL holds DeltaMem banks only
     p = Path(path)
     if not p.exists():
         raise StoreError(f"no memory bank at {p}")
