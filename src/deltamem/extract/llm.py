@@ -43,6 +43,7 @@ from deltamem.errors import ConfigError, ExtractionError, InvalidInputError
 from deltamem.extract.base import EXTRACTION_ROLES, SKIPPABLE, Role
 from deltamem.extract.schema import ALL_ROLES, parse_output, schema_for
 from deltamem.llm.base import LLMClient, Message
+from deltamem.templates import read_template
 from deltamem.types import Episode, Step
 
 __all__ = [
@@ -109,18 +110,7 @@ def load_template(domain: str, role: str, prompt_dir: Path | None = None) -> str
         raise ConfigError(f"unknown extraction role {role!r}; known roles: {', '.join(ALL_ROLES)}")
     folder = template_domain(domain)
     path = _root(prompt_dir).joinpath(folder, f"{role}.txt")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError):
-        raise ConfigError(f"extraction prompt not found: {path}") from None
-    template = string.Template(text)
-    if not template.is_valid():
-        raise ConfigError(f"malformed $placeholder in {path} (write a literal $ as $$)")
-    unknown = set(template.get_identifiers()) - PROMPT_VARIABLES
-    if unknown:
-        raise ConfigError(f"{path} uses unknown variables {sorted(unknown)}; "
-                          f"allowed: {sorted(PROMPT_VARIABLES)}")
-    return template
+    return read_template(path, PROMPT_VARIABLES, "extraction prompt")
 
 
 def truncate_middle(text: str, budget: int) -> str:

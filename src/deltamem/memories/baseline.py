@@ -45,6 +45,7 @@ from deltamem.extract.schema import (
 from deltamem.llm.base import LLMClient, Message
 from deltamem.memory import Memory
 from deltamem.store.items import Item, ItemStore
+from deltamem.templates import read_template
 from deltamem.types import Change, Changes, Episode, Recall, Task
 
 __all__ = [
@@ -101,18 +102,7 @@ def load_prompt(system: str, name: str, variables: frozenset[str]) -> string.Tem
     ``$`` placeholder, or uses a variable outside ``variables``.
     """
     path = resources.files("deltamem").joinpath("prompts", "baselines", system, f"{name}.txt")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError):
-        raise ConfigError(f"baseline prompt not found: {path}") from None
-    template = string.Template(text)
-    if not template.is_valid():
-        raise ConfigError(f"malformed $placeholder in {path} (write a literal $ as $$)")
-    unknown = set(template.get_identifiers()) - variables
-    if unknown:
-        raise ConfigError(f"{path} uses unknown variables {sorted(unknown)}; "
-                          f"allowed: {sorted(variables)}")
-    return template
+    return read_template(path, variables, "baseline prompt")
 
 
 def episode_prompt_values(episode: Episode, max_trajectory_chars: int) -> dict[str, str]:

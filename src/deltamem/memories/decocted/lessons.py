@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from deltamem.errors import ConfigError, ExtractionError, InvalidInputError
+from deltamem.errors import ExtractionError, InvalidInputError
 from deltamem.extract.llm import render_trajectory, truncate_middle
 from deltamem.extract.structural import StructuralExtractor, _is_invalid, abstract_text
 from deltamem.memories.baseline import (
@@ -51,6 +51,7 @@ from deltamem.memories.baseline import (
 from deltamem.memories.decocted.kmeans import DEFAULT_ALPHA, consolidate, mix_embeddings
 from deltamem.memories.decocted.quality import DEFAULT_LAMBDA, context_quality
 from deltamem.store.items import Item
+from deltamem.templates import read_template
 from deltamem.types import Change, Episode, Recall, RecallItem, Task
 
 __all__ = [
@@ -86,18 +87,7 @@ def load_prompt(name: str, variables: frozenset[str]) -> string.Template:
     placeholder, or uses a variable outside ``variables``.
     """
     path = resources.files("deltamem").joinpath("prompts", "decocted", f"{name}.txt")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError):
-        raise ConfigError(f"decocted prompt not found: {path}") from None
-    template = string.Template(text)
-    if not template.is_valid():
-        raise ConfigError(f"malformed $placeholder in {path} (write a literal $ as $$)")
-    unknown = set(template.get_identifiers()) - variables
-    if unknown:
-        raise ConfigError(f"{path} uses unknown variables {sorted(unknown)}; "
-                          f"allowed: {sorted(variables)}")
-    return template
+    return read_template(path, variables, "decocted prompt")
 
 
 def lesson_schema(max_steps: int = MAX_STEPS, max_pitfalls: int = MAX_PITFALLS) -> dict[str, Any]:
