@@ -10,8 +10,10 @@ from pathlib import Path
 from deltamem.errors import ConfigError
 
 
-def read_template(path: Path | Traversable, variables: Set[str], what: str) -> string.Template:
-    """The template at ``path``; only ``variables`` may appear as placeholders.
+def read_template(
+    path: Path | Traversable, variables: Set[str] | None, what: str
+) -> string.Template:
+    """The template at ``path``; only ``variables`` may appear as placeholders (``None``: any).
 
     ``what`` names the prompt family in errors ("extraction prompt", ...).
     Raises :class:`ConfigError` for a missing file, a malformed ``$`` placeholder
@@ -24,8 +26,8 @@ def read_template(path: Path | Traversable, variables: Set[str], what: str) -> s
     template = string.Template(text)
     if not template.is_valid():
         raise ConfigError(f"malformed $placeholder in {path} (write a literal $ as $$)")
-    unknown = set(template.get_identifiers()) - set(variables)
-    if unknown:
+    unknown = set(template.get_identifiers()) - set(variables or ())
+    if variables is not None and unknown:
         raise ConfigError(
             f"{path} uses unknown variables {sorted(unknown)}; allowed: {sorted(variables)}"
         )

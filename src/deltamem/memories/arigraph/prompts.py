@@ -12,6 +12,7 @@ from functools import cache
 from importlib import resources
 
 from deltamem.errors import ConfigError
+from deltamem.templates import read_template
 
 __all__ = ["load_template", "render"]
 
@@ -21,14 +22,7 @@ def load_template(name: str) -> string.Template:
     """The template ``deltamem/prompts/arigraph/<name>.txt`` (:class:`ConfigError` if missing
     or malformed)."""
     path = resources.files("deltamem").joinpath("prompts", "arigraph", f"{name}.txt")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError):
-        raise ConfigError(f"arigraph prompt not found: {path}") from None
-    template = string.Template(text)
-    if not template.is_valid():
-        raise ConfigError(f"malformed $placeholder in {path} (write a literal $ as $$)")
-    return template
+    return read_template(path, None, "arigraph prompt")
 
 
 def render(name: str, **values: object) -> str:
