@@ -268,7 +268,7 @@ def demo(
     out_dir: Annotated[Path, typer.Option(help="Where the two run directories go.")] = Path(
         "runs/demo"
     ),
-    episodes: Annotated[int, typer.Option(help="Episodes per memory system.")] = 3,
+    episodes: Annotated[int, typer.Option(help="Episodes per memory system.")] = 2,
     llm: Annotated[
         str, typer.Option(help="LLM spec (default: the bundled local model).")
     ] = "local",

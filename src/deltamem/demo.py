@@ -29,7 +29,7 @@ class DemoResult:
 def demo(
     out_dir: str | Path = "runs/demo",
     *,
-    episodes: int = 3,
+    episodes: int = 2,
     split: str = "seen",
     seed: int = 0,
     llm: str = "local",
