@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from deltamem.errors import EmbedderMismatchError, StoreError
+from deltamem.store.sqlite import SQLiteLedger
 from deltamem.types import new_id
 
 __all__ = ["ITEMS_SCHEMA_VERSION", "Item", "ItemStore"]
@@ -97,7 +98,7 @@ class Item:
     seq: int = 0
 
 
-class ItemStore:
+class ItemStore(SQLiteLedger):
     """A baseline bank in one SQLite file (``":memory:"`` for a throwaway bank).
 
     Args:
@@ -278,10 +279,6 @@ class ItemStore:
             finally:
                 self._in_tx = False
 
-    def version(self) -> int:
-        """Changes when another connection commits (``PRAGMA data_version``)."""
-        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
-
     # -- items ---------------------------------------------------------------------
     @staticmethod
     def _row_to_item(r: sqlite3.Row) -> Item:
@@ -394,31 +391,6 @@ class ItemStore:
         ).fetchall()
         return [dict(r) for r in rows]
 
-    def mark_learned(self, episode_id: str, learned_at: float | None = None) -> bool:
-        """Record ``episode_id`` as learned; False if it was already."""
-        with self.transaction():
-            cur = self._conn.execute(
-                "INSERT OR IGNORE INTO learned VALUES (?, ?)",
-                (episode_id, learned_at or time.time()),
-            )
-        return cur.rowcount == 1
-
-    def is_learned(self, episode_id: str) -> bool:
-        row = self._conn.execute(
-            "SELECT 1 FROM learned WHERE episode_id = ?", (episode_id,)
-        ).fetchone()
-        return row is not None
-
-    def last_learned(self) -> str | None:
-        """Id of the episode whose learn committed last (``None`` for a new bank)."""
-        row = self._conn.execute(
-            "SELECT episode_id FROM learned ORDER BY rowid DESC LIMIT 1"
-        ).fetchone()
-        return None if row is None else str(row[0])
-
-    def learned_count(self) -> int:
-        return int(self._conn.execute("SELECT COUNT(*) FROM learned").fetchone()[0])
-
     # -- export / import --------------------------------------------------------------
     def iter_export(self) -> Iterator[dict[str, Any]]:
         """Every record as JSON-ready dicts: meta first, then items, rejections, learned ids."""
@@ -497,11 +469,6 @@ class ItemStore:
 
         return self.import_records(read_jsonl(path))
 
-    def integrity_ok(self) -> bool:
-        return self._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-
-    def close(self) -> None:
-        self._conn.close()
 
 
 def _dump_payload(payload: Mapping[str, Any]) -> str:

@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -74,7 +74,52 @@ _NODE_COLS = (
 )
 
 
-class SQLiteStore:
+class SQLiteLedger:
+    """What every SQLite bank file shares: the learned-episode ledger, change detection,
+    integrity check and closing. Subclasses provide ``self._conn`` and ``transaction()``."""
+
+    _conn: sqlite3.Connection
+
+    def transaction(self) -> AbstractContextManager[None]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def version(self) -> int:
+        """Changes when another connection commits (``PRAGMA data_version``)."""
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def mark_learned(self, episode_id: str, learned_at: float | None = None) -> bool:
+        """Record ``episode_id`` as learned; False if it was already."""
+        with self.transaction():
+            cur = self._conn.execute(
+                "INSERT OR IGNORE INTO learned VALUES (?, ?)",
+                (episode_id, learned_at or time.time()),
+            )
+        return cur.rowcount == 1
+
+    def is_learned(self, episode_id: str) -> bool:
+        row = self._conn.execute(
+            "SELECT 1 FROM learned WHERE episode_id = ?", (episode_id,)
+        ).fetchone()
+        return row is not None
+
+    def last_learned(self) -> str | None:
+        """Id of the episode whose learn committed last (``None`` for a new bank)."""
+        row = self._conn.execute(
+            "SELECT episode_id FROM learned ORDER BY rowid DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def learned_count(self) -> int:
+        return int(self._conn.execute("SELECT COUNT(*) FROM learned").fetchone()[0])
+
+    def integrity_ok(self) -> bool:
+        return self._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class SQLiteStore(SQLiteLedger):
     """A bank in one SQLite file (``":memory:"`` for a throwaway bank).
 
     Args:
@@ -227,10 +272,6 @@ class SQLiteStore:
             finally:
                 self._in_tx = False
 
-    def version(self) -> int:
-        """Changes when another connection commits (``PRAGMA data_version``)."""
-        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
-
     # -- nodes ---------------------------------------------------------------
     def _row_to_node(self, r: sqlite3.Row) -> Node:
         emb = np.frombuffer(r["embedding"], dtype="<f4").astype(np.float32)
@@ -357,30 +398,6 @@ class SQLiteStore:
         ).fetchall()
         return [dict(r) for r in rows]
 
-    def mark_learned(self, episode_id: str, learned_at: float | None = None) -> bool:
-        with self.transaction():
-            cur = self._conn.execute(
-                "INSERT OR IGNORE INTO learned VALUES (?, ?)",
-                (episode_id, learned_at or time.time()),
-            )
-        return cur.rowcount == 1
-
-    def is_learned(self, episode_id: str) -> bool:
-        row = self._conn.execute(
-            "SELECT 1 FROM learned WHERE episode_id = ?", (episode_id,)
-        ).fetchone()
-        return row is not None
-
-    def last_learned(self) -> str | None:
-        """Id of the episode whose learn committed last (``None`` for a new bank)."""
-        row = self._conn.execute(
-            "SELECT episode_id FROM learned ORDER BY rowid DESC LIMIT 1"
-        ).fetchone()
-        return None if row is None else str(row[0])
-
-    def learned_count(self) -> int:
-        return int(self._conn.execute("SELECT COUNT(*) FROM learned").fetchone()[0])
-
     # -- export / import --------------------------------------------------------
     def iter_export(self) -> Iterator[dict[str, Any]]:
         """Every record of the bank as JSON-ready dicts: meta first, then nodes, logs."""
@@ -443,13 +460,6 @@ class SQLiteStore:
                     val = repr(float(val))
                 rows.append((k, str(val)))
         self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
-
-    def integrity_ok(self) -> bool:
-        return self._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-
-    def close(self) -> None:
-        self._conn.close()
-
 
 def _node_from_record(rec: dict[str, Any]) -> Node:
     emb = np.frombuffer(base64.b64decode(rec["embedding"]), dtype="<f4").astype(np.float32)
