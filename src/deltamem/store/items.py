@@ -23,7 +23,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -255,29 +254,6 @@ class ItemStore(SQLiteLedger):
                 f"bank {self.path} was built with embedder {rec_name!r} (dim {rec_dim}); got "
                 f"{name!r} (dim {dim}). Open it with the same embedder, or build a new bank."
             )
-
-    # -- transactions ----------------------------------------------------------------
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One write transaction (re-entrant: nested calls join the outer one)."""
-        with self._lock:
-            if self._in_tx:
-                yield
-                return
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as e:
-                raise StoreError(f"cannot lock memory bank {self.path}: {e}") from e
-            self._in_tx = True
-            try:
-                yield
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            else:
-                self._conn.execute("COMMIT")
-            finally:
-                self._in_tx = False
 
     # -- items ---------------------------------------------------------------------
     @staticmethod

@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -76,12 +76,37 @@ _NODE_COLS = (
 
 class SQLiteLedger:
     """What every SQLite bank file shares: the learned-episode ledger, change detection,
-    integrity check and closing. Subclasses provide ``self._conn`` and ``transaction()``."""
+    integrity check, the re-entrant write transaction and closing. Subclasses set ``_conn``,
+    ``_lock`` (an RLock), ``_in_tx = False`` and ``path``."""
 
     _conn: sqlite3.Connection
+    _lock: threading.RLock
+    _in_tx: bool
+    path: str
 
-    def transaction(self) -> AbstractContextManager[None]:  # pragma: no cover - overridden
-        raise NotImplementedError
+    # -- transactions ----------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction (re-entrant: nested calls join the outer one)."""
+        with self._lock:
+            if self._in_tx:
+                yield
+                return
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                raise StoreError(f"cannot lock memory bank {self.path}: {e}") from e
+            self._in_tx = True
+            try:
+                yield
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+            finally:
+                self._in_tx = False
+
 
     def version(self) -> int:
         """Changes when another connection commits (``PRAGMA data_version``)."""
@@ -248,29 +273,6 @@ class SQLiteStore(SQLiteLedger):
                 ("created_at", repr(time.time())),
             ]
             self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
-
-    # -- transactions ----------------------------------------------------------
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One write transaction (re-entrant: nested calls join the outer one)."""
-        with self._lock:
-            if self._in_tx:
-                yield
-                return
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as e:
-                raise StoreError(f"cannot lock memory bank {self.path}: {e}") from e
-            self._in_tx = True
-            try:
-                yield
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            else:
-                self._conn.execute("COMMIT")
-            finally:
-                self._in_tx = False
 
     # -- nodes ---------------------------------------------------------------
     def _row_to_node(self, r: sqlite3.Row) -> Node:
