@@ -217,6 +217,14 @@ def run(
     constrained: Annotated[
         bool | None, typer.Option("--constrained/--free", help="Pick among admissible actions.")
     ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option(help="Step cap per episode (default: the environment's).")
+    ] = None,
+    repeat_limit: Annotated[
+        int | None,
+        typer.Option(help="Constrained mode: drop an action repeated this many times in a row "
+                     "with no change from the choices (default: off)."),
+    ] = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", "-o", help="Memory option key=value.")
     ] = None,
@@ -240,6 +248,8 @@ def run(
         seed=seed,
         protocol=protocol,
         constrained=constrained,
+        max_steps=max_steps,
+        repeat_limit=repeat_limit,
         memory_options=parse_options(option) if option else None,
     )
     result = run_bench(cfg, progress=None)

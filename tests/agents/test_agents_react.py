@@ -245,3 +245,40 @@ def test_play_is_deterministic_with_a_deterministic_llm() -> None:
            for _ in range(2)]
     assert [s.to_dict() for s in eps[0].steps] == [s.to_dict() for s in eps[1].steps]
     assert eps[0].usage.to_dict() == eps[1].usage.to_dict()
+
+
+def _first_choice(messages, purpose, choices):
+    return "look" if "look" in choices else choices[0]
+
+
+def test_repeat_limit_drops_a_looping_action_from_the_choices() -> None:
+    llm = ScriptedLLM(responder=_first_choice)
+    env = LineEnv(length=3, cap=9)
+    ep = _play(ReActAgent(llm, domain="generic", constrained=True, repeat_limit=2), env)
+    actions = [s.action for s in ep.steps]
+    # "look" twice with the same observation, then it is left out once and the agent moves
+    assert actions[:3] == ["look", "look", "go forward"]
+    offered = [tuple(c) for _, _, c in llm.calls]
+    assert "look" in offered[1] and "look" not in offered[2]
+    assert "look" in offered[3]  # the streak is broken, so it is offered again
+    assert ep.success
+
+
+def test_without_repeat_limit_the_loop_goes_on() -> None:
+    llm = ScriptedLLM(responder=_first_choice)
+    env = LineEnv(length=3, cap=6)
+    ep = _play(ReActAgent(llm, domain="generic", constrained=True), env)
+    assert [s.action for s in ep.steps] == ["look"] * 6 and not ep.success
+
+
+def test_repeat_limit_keeps_the_only_action() -> None:
+    agent = ReActAgent(ScriptedLLM(), domain="generic", constrained=True, repeat_limit=1)
+    step = Step(action="look", observation="o", reward=0.0, done=False)
+    assert agent._without_loops(("look",), [step]) == ("look",)
+    assert agent._without_loops(("look", "go"), [step]) == ("go",)
+
+
+def test_repeat_limit_must_be_positive() -> None:
+    agent = ReActAgent(ScriptedLLM(), domain="generic", constrained=True, repeat_limit=0)
+    with pytest.raises(ConfigError, match="repeat_limit"):
+        _play(agent, LineEnv())

@@ -27,6 +27,11 @@ Contract of :meth:`ReActAgent.play`:
   actions ever reach the environment. It needs admissible lists without
   placeholders (:class:`ConfigError` otherwise), and a backend that returns
   anything but one of the choices raises :class:`LLMError`.
+* **Repeat limit** (constrained mode, off by default). With
+  ``repeat_limit=k``, an action taken in each of the last ``k`` steps with the
+  same observation every time is left out of the next choice list (unless it
+  is the only one): small models otherwise loop on ``inventory`` or ``look``
+  for the whole episode. The prompt is unchanged; only the choices shrink.
 * **Outcome.** ``Step.reward`` is the increase of the environment's
   normalised score; ``Episode.reward`` and ``Episode.success`` come from the
   last transition (0 and failure when the environment was never stepped).
@@ -67,6 +72,8 @@ class ReActAgent:
             there are at most this many (0: never).
         max_tokens: completion budget of each call.
         temperature: sampling temperature (0 in the paper).
+        repeat_limit: constrained mode: drop an action repeated this many times in
+            a row without any change of observation from the next choices (None: off).
     """
 
     llm: LLMClient
@@ -78,6 +85,7 @@ class ReActAgent:
     max_listed_actions: int = 50
     max_tokens: int = 256
     temperature: float = 0.0
+    repeat_limit: int | None = None
 
     def play(self, env: Environment, task: Task, recall: Recall) -> Episode:
         """Play ``task`` (already reset in ``env``) with ``recall`` shown; see the module doc."""
@@ -87,6 +95,8 @@ class ReActAgent:
             raise ConfigError(f"step cap must be a positive integer, got {cap!r}")
         if self.history_chars < 0:
             raise ConfigError(f"history_chars must be >= 0, got {self.history_chars}")
+        if self.repeat_limit is not None and self.repeat_limit < 1:
+            raise ConfigError(f"repeat_limit must be >= 1 or None, got {self.repeat_limit}")
         before = self.llm.usage.snapshot()
         steps: list[Step] = []
         last: Transition | None = None
@@ -99,7 +109,8 @@ class ReActAgent:
                 max_listed_actions=self.max_listed_actions,
             )
             if self.constrained:
-                thought, action, to_send = "", *self._choose(messages, admissible, env)
+                options = self._without_loops(admissible, steps)
+                thought, action, to_send = "", *self._choose(messages, options, env)
             else:
                 thought, action, to_send = self._think_act(messages, admissible)
             if to_send is None:
@@ -129,6 +140,18 @@ class ReActAgent:
                                 temperature=self.temperature)
         reply = parse_reply(out.text)
         return reply.thought, reply.action, match_action(reply.action, admissible)
+
+    def _without_loops(self, admissible: tuple[str, ...], steps: list[Step]) -> tuple[str, ...]:
+        """``admissible`` minus an action stuck in a loop (see *Repeat limit*)."""
+        k = self.repeat_limit
+        if k is None or len(steps) < k:
+            return admissible
+        last = steps[-k:]
+        action, obs = last[0].action, last[0].observation
+        if any(s.action != action or s.observation != obs for s in last):
+            return admissible
+        kept = tuple(a for a in admissible if a != action)
+        return kept or admissible
 
     def _choose(
         self, messages: list, admissible: tuple[str, ...], env: Environment

@@ -76,6 +76,8 @@ class RunConfig(BaseModel):
         domain: prompt/memory domain (``None``: the environment's).
         max_steps: step cap overriding the environment's.
         history_chars: the agent's history budget in characters.
+        repeat_limit: constrained mode: leave an action out of the choices after
+            this many identical repeats with an unchanged observation (None: off).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -101,6 +103,7 @@ class RunConfig(BaseModel):
     domain: str | None = None
     max_steps: int | None = Field(default=None, ge=1)
     history_chars: int = Field(default=6000, ge=0)
+    repeat_limit: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> RunConfig:

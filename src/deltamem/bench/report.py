@@ -39,7 +39,7 @@ MATPLOTLIB_MISSING = (
 _CONFIG_KEYS = (
     "env", "split", "seed", "episodes", "protocol", "train_split", "train_episodes", "eval_modes",
     "frozen", "init_bank", "memory", "memory_options", "llm", "llm_options", "embedder",
-    "extractor", "constrained", "domain", "max_steps", "history_chars",
+    "extractor", "constrained", "domain", "max_steps", "history_chars", "repeat_limit",
 )
 
 

@@ -12,10 +12,13 @@ Contract:
 * Decoding is constrained: ``schema`` compiles to a JSON-schema grammar
   (``LlamaGrammar.from_json_schema``; ``maxLength``/``maxItems``/``enum`` are
   enforced, so bound your strings or ``max_tokens`` may cut the JSON short);
-  ``choices`` compiles to a GBNF grammar whose only sentences are the choices,
-  so the text is exactly one choice (the token budget is raised to fit the
-  longest choice). The grammar fixes the *form*; the prompt must still say
-  what the content should be.
+  ``choices`` are decoded by walking their token prefix tree
+  (:mod:`deltamem.llm.choice`: at temperature 0 the same answer as a GBNF
+  grammar of the choices, without a grammar check of the vocabulary per token,
+  and stopping once one choice remains), so the text is exactly one choice.
+  The prompt is formatted with the model's own chat template and its prefix
+  stays in the KV cache between calls. Constraints fix the *form*; the prompt
+  must still say what the content should be.
 * Plain calls (no schema, no choices) are allowed, but a 135M model rambles;
   use them only for short free text.
 * llama.cpp's "extra buffer types" (weight repacking, incl. the Intel AMX
@@ -167,6 +170,8 @@ class LocalLLM(BaseLLM):
         self.name = f"local:{stem}"
         self._llama: Any = None
         self._llama_cpp: Any = None
+        self._formatter: Any = None
+        self._rng: Any = None
         self._load_lock = threading.Lock()
         self._call_lock = threading.Lock()
 
@@ -208,12 +213,82 @@ class LocalLLM(BaseLLM):
             raise ConfigError(f"cannot compile a grammar for this schema/choices: {e}") from e
         return None
 
-    def _complete(self, messages, *, schema, choices, max_tokens, temperature, purpose):
+    def _chat_prompt(self, llama: Any, messages: Sequence[Mapping[str, str]]) -> list[int]:
+        """The messages formatted by the model's chat template, as tokens."""
+        if self._formatter is None:
+            from llama_cpp import llama_chat_format
+
+            template = llama.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise LLMError(f"{self.name}: the model file has no chat template")
+            vocab = llama._model
+
+            def token_text(tok: int) -> str:
+                return vocab.token_get_text(tok) if tok >= 0 else ""
+
+            self._formatter = llama_chat_format.Jinja2ChatFormatter(
+                template=template,
+                eos_token=token_text(llama.token_eos()),
+                bos_token=token_text(llama.token_bos()),
+            )
+        msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
+        prompt = self._formatter(messages=msgs).prompt
+        return llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+
+    def _logits_after(self, llama: Any, tokens: Sequence[int]) -> Any:
+        """Next-token logits after ``tokens``, re-using the longest cached prefix."""
+        import numpy as np
+
+        cached = llama.input_ids[: llama.n_tokens]
+        same = 0
+        limit = min(len(cached), len(tokens) - 1)  # always decode at least one token
+        while same < limit and cached[same] == tokens[same]:
+            same += 1
+        llama.n_tokens = same
+        llama.eval(list(tokens[same:]))
+        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),))
+        return logits.copy()
+
+    def _choose(self, messages, choices, temperature, purpose) -> Completion:
+        import numpy as np
+
+        from deltamem.llm.choice import pick_choice
+
+        if not choices or any(c == "" for c in choices):
+            raise ConfigError("choices must be non-empty strings")
         llama = self._load()
-        grammar = self._grammar(schema, choices)
+        with self._call_lock:
+            try:
+                prompt = self._chat_prompt(llama, messages)
+                if len(prompt) + 1 >= self.n_ctx:
+                    raise LLMError(
+                        f"{self.name}: prompt of {len(prompt)} tokens does not fit "
+                        f"n_ctx={self.n_ctx}; raise n_ctx or shorten the prompt"
+                    )
+                seqs = [llama.tokenize(c.encode("utf-8"), add_bos=False) for c in choices]
+                if self._rng is None:
+                    self._rng = np.random.default_rng(self.seed)
+                index, _ = pick_choice(
+                    seqs,
+                    lambda answer: self._logits_after(llama, [*prompt, *answer]),
+                    end_token=llama.token_eos(),
+                    temperature=temperature,
+                    rng=self._rng,
+                )
+            except (ValueError, RuntimeError) as e:
+                raise LLMError(f"{self.name} failed for purpose {purpose!r}: {e}") from e
+        return Completion(
+            text=choices[index],
+            prompt_tokens=len(prompt),
+            completion_tokens=len(seqs[index]),
+            model=self.name,
+        )
+
+    def _complete(self, messages, *, schema, choices, max_tokens, temperature, purpose):
         if choices is not None:
-            longest = max(len(llama.tokenize(c.encode("utf-8"), add_bos=False)) for c in choices)
-            max_tokens = max(max_tokens, longest + 1)
+            return self._choose(messages, list(choices), temperature, purpose)
+        llama = self._load()
+        grammar = self._grammar(schema, None)
         msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
         with self._call_lock:
             try:
@@ -227,11 +302,6 @@ class LocalLLM(BaseLLM):
                     f"(n_ctx={self.n_ctx}; raise it if the prompt is long)"
                 ) from e
         text = response["choices"][0]["message"]["content"] or ""
-        if choices is not None and text not in choices:
-            raise LLMError(
-                f"{self.name} produced {text[:80]!r}, not one of the choices "
-                f"(finish_reason={response['choices'][0].get('finish_reason')!r})"
-            )
         usage = response.get("usage") or {}
         return Completion(
             text=text,
