@@ -8,8 +8,10 @@ choice ends) are allowed; the model's logits pick among them; decoding stops
 as soon as a single choice remains, so its remaining tokens are never
 evaluated.
 
-At temperature 0 this selects exactly what grammar-constrained greedy
-decoding selects (the arg-max allowed token at every position), but it costs
+At temperature 0 this is greedy constrained decoding (the arg-max allowed
+token at every position) restricted to each choice's own tokenization; a
+character-level grammar would also admit other spellings of the same string in
+tokens, so the two can differ when the model prefers an odd split. It costs
 one forward pass per *branching* token instead of one per answer token plus a
 grammar check of the whole vocabulary per token — for a list of 50–100 game
 actions in llama.cpp that is ~0.2 s instead of ~1.5 s per decision.

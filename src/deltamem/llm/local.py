@@ -13,9 +13,9 @@ Contract:
   (``LlamaGrammar.from_json_schema``; ``maxLength``/``maxItems``/``enum`` are
   enforced, so bound your strings or ``max_tokens`` may cut the JSON short);
   ``choices`` are decoded by walking their token prefix tree
-  (:mod:`deltamem.llm.choice`: at temperature 0 the same answer as a GBNF
-  grammar of the choices, without a grammar check of the vocabulary per token,
-  and stopping once one choice remains), so the text is exactly one choice.
+  (:mod:`deltamem.llm.choice`: greedy over each choice's own tokens, without
+  a grammar check of the vocabulary per token, stopping once one choice
+  remains), so the text is exactly one choice.
   The prompt is formatted with the model's own chat template and its prefix
   stays in the KV cache between calls. Constraints fix the *form*; the prompt
   must still say what the content should be.
