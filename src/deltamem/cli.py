@@ -222,8 +222,8 @@ def run(
     ] = None,
     repeat_limit: Annotated[
         int | None,
-        typer.Option(help="Constrained mode: drop an action repeated this many times in a row "
-                     "with no change from the choices (default: off)."),
+        typer.Option(help="Constrained mode: leave out an action already taken this many "
+                     "times from the current observation (default: off)."),
     ] = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", "-o", help="Memory option key=value.")

@@ -253,15 +253,29 @@ def _first_choice(messages, purpose, choices):
 
 def test_repeat_limit_drops_a_looping_action_from_the_choices() -> None:
     llm = ScriptedLLM(responder=_first_choice)
-    env = LineEnv(length=3, cap=9)
+    env = LineEnv(length=3, cap=12)
     ep = _play(ReActAgent(llm, domain="generic", constrained=True, repeat_limit=2), env)
     actions = [s.action for s in ep.steps]
-    # "look" twice with the same observation, then it is left out once and the agent moves
-    assert actions[:3] == ["look", "look", "go forward"]
+    # once from the opening text, twice from "cell 0", then it is left out there
+    assert actions[:4] == ["look", "look", "look", "go forward"]
     offered = [tuple(c) for _, _, c in llm.calls]
-    assert "look" in offered[1] and "look" not in offered[2]
-    assert "look" in offered[3]  # the streak is broken, so it is offered again
+    assert "look" in offered[2] and "look" not in offered[3]
+    assert "look" in offered[4]  # a new observation: "look" is offered again
     assert ep.success
+
+
+def test_repeat_limit_breaks_cycles_between_places() -> None:
+    # desk -> drawer -> desk -> drawer ...: back at the desk for the second time, the
+    # action taken from that same observation before is worn out (limit 1)
+    agent = ReActAgent(ScriptedLLM(), domain="generic", constrained=True, repeat_limit=1)
+    task = Task(id="t", goal="g", domain="generic", observation="start")
+    steps = [Step(action="go to desk", observation="at desk", reward=0.0, done=False),
+             Step(action="go to drawer", observation="at drawer", reward=0.0, done=False),
+             Step(action="go to desk", observation="at desk", reward=0.0, done=False)]
+    options = ("go to drawer", "go to desk", "take pen")
+    assert agent._without_loops(options, task, steps) == ("go to desk", "take pen")
+    agent2 = ReActAgent(ScriptedLLM(), domain="generic", constrained=True, repeat_limit=2)
+    assert agent2._without_loops(options, task, steps) == options
 
 
 def test_without_repeat_limit_the_loop_goes_on() -> None:
@@ -271,11 +285,14 @@ def test_without_repeat_limit_the_loop_goes_on() -> None:
     assert [s.action for s in ep.steps] == ["look"] * 6 and not ep.success
 
 
-def test_repeat_limit_keeps_the_only_action() -> None:
+def test_repeat_limit_keeps_something_to_choose() -> None:
     agent = ReActAgent(ScriptedLLM(), domain="generic", constrained=True, repeat_limit=1)
+    task = Task(id="t", goal="g", domain="generic", observation="o")
     step = Step(action="look", observation="o", reward=0.0, done=False)
-    assert agent._without_loops(("look",), [step]) == ("look",)
-    assert agent._without_loops(("look", "go"), [step]) == ("go",)
+    assert agent._without_loops(("look",), task, [step]) == ("look",)
+    assert agent._without_loops(("look", "go"), task, [step]) == ("go",)
+    other = Step(action="look", observation="p", reward=0.0, done=False)
+    assert agent._without_loops(("look", "go"), task, [other]) == ("look", "go")
 
 
 def test_repeat_limit_must_be_positive() -> None:

@@ -28,10 +28,11 @@ Contract of :meth:`ReActAgent.play`:
   placeholders (:class:`ConfigError` otherwise), and a backend that returns
   anything but one of the choices raises :class:`LLMError`.
 * **Repeat limit** (constrained mode, off by default). With
-  ``repeat_limit=k``, an action taken in each of the last ``k`` steps with the
-  same observation every time is left out of the next choice list (unless it
-  is the only one): small models otherwise loop on ``inventory`` or ``look``
-  for the whole episode. The prompt is unchanged; only the choices shrink.
+  ``repeat_limit=k``, an action already taken ``k`` times in this episode from
+  the same observation as the current one is left out of the next choice list
+  (unless nothing would remain): small models otherwise loop on ``inventory``
+  or ``look``, or walk a fixed cycle of places, for the whole episode. The
+  prompt is unchanged; only the choices shrink.
 * **Outcome.** ``Step.reward`` is the increase of the environment's
   normalised score; ``Episode.reward`` and ``Episode.success`` come from the
   last transition (0 and failure when the environment was never stepped).
@@ -72,8 +73,8 @@ class ReActAgent:
             there are at most this many (0: never).
         max_tokens: completion budget of each call.
         temperature: sampling temperature (0 in the paper).
-        repeat_limit: constrained mode: drop an action repeated this many times in
-            a row without any change of observation from the next choices (None: off).
+        repeat_limit: constrained mode: leave out an action already taken this many
+            times from the current observation (None: off; see module doc).
     """
 
     llm: LLMClient
@@ -109,7 +110,7 @@ class ReActAgent:
                 max_listed_actions=self.max_listed_actions,
             )
             if self.constrained:
-                options = self._without_loops(admissible, steps)
+                options = self._without_loops(admissible, task, steps)
                 thought, action, to_send = "", *self._choose(messages, options, env)
             else:
                 thought, action, to_send = self._think_act(messages, admissible)
@@ -141,16 +142,20 @@ class ReActAgent:
         reply = parse_reply(out.text)
         return reply.thought, reply.action, match_action(reply.action, admissible)
 
-    def _without_loops(self, admissible: tuple[str, ...], steps: list[Step]) -> tuple[str, ...]:
-        """``admissible`` minus an action stuck in a loop (see *Repeat limit*)."""
+    def _without_loops(
+        self, admissible: tuple[str, ...], task: Task, steps: list[Step]
+    ) -> tuple[str, ...]:
+        """``admissible`` minus the actions worn out from this observation (*Repeat limit*)."""
         k = self.repeat_limit
-        if k is None or len(steps) < k:
+        if k is None or not steps:
             return admissible
-        last = steps[-k:]
-        action, obs = last[0].action, last[0].observation
-        if any(s.action != action or s.observation != obs for s in last):
-            return admissible
-        kept = tuple(a for a in admissible if a != action)
+        observations = [task.observation, *(s.observation for s in steps)]
+        now = observations[-1]
+        taken: dict[str, int] = {}
+        for before, step in zip(observations, steps, strict=False):
+            if before == now:
+                taken[step.action] = taken.get(step.action, 0) + 1
+        kept = tuple(a for a in admissible if taken.get(a, 0) < k)
         return kept or admissible
 
     def _choose(

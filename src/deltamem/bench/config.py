@@ -76,8 +76,10 @@ class RunConfig(BaseModel):
         domain: prompt/memory domain (``None``: the environment's).
         max_steps: step cap overriding the environment's.
         history_chars: the agent's history budget in characters.
-        repeat_limit: constrained mode: leave an action out of the choices after
-            this many identical repeats with an unchanged observation (None: off).
+        repeat_limit: constrained mode: leave out an action already taken this many
+            times from the current observation (None: off).
+        max_listed_actions: list the admissible actions in the prompt when there
+            are at most this many (0: never; constrained decoding still enforces them).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -104,6 +106,7 @@ class RunConfig(BaseModel):
     max_steps: int | None = Field(default=None, ge=1)
     history_chars: int = Field(default=6000, ge=0)
     repeat_limit: int | None = Field(default=None, ge=1)
+    max_listed_actions: int = Field(default=50, ge=0)
 
     @model_validator(mode="after")
     def _check(self) -> RunConfig:

@@ -192,7 +192,7 @@ class _Session:
         self.agent = ReActAgent(
             llm, domain=self.domain, constrained=config.constrained,
             max_steps=config.max_steps, history_chars=config.history_chars,
-            repeat_limit=config.repeat_limit,
+            repeat_limit=config.repeat_limit, max_listed_actions=config.max_listed_actions,
         )
 
     # -- planning ---------------------------------------------------------------------------
