@@ -77,21 +77,31 @@ def depth_bars(
 
 
 def grid(
-    env: Annotated[str, typer.Option(help="Environment spec.")],
-    split: Annotated[str, typer.Option(help="Split to evaluate.")],
     out: Annotated[Path, typer.Option(help="Directory of the grid (one run dir per cell).")],
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="TOML run configuration shared by every cell "
+                     "(as for `deltamem run`); flags override it."),
+    ] = None,
+    env: Annotated[str | None, typer.Option(help="Environment spec.")] = None,
+    split: Annotated[str | None, typer.Option(help="Split to evaluate.")] = None,
     episodes: Annotated[int | None, typer.Option(help="Episodes per cell.")] = None,
     tau_task: Annotated[str, typer.Option(help="τ_task values, comma-separated.")] = "0.75",
     tau_env: Annotated[str, typer.Option(help="τ_env values, comma-separated.")] = "0.85",
     k_cons: Annotated[str, typer.Option(help="K_cons values, e.g. 3,5,inf.")] = "5",
     workers: Annotated[int, typer.Option(help="Parallel processes.")] = 2,
-    llm: Annotated[str, typer.Option(help="LLM spec.")] = "local",
-    embedder: Annotated[str, typer.Option(help="Embedder spec.")] = "minilm",
-    seed: Annotated[int, typer.Option(help="Task-order seed.")] = 0,
-    extractor: Annotated[str, typer.Option(help="structural | llm")] = "structural",
+    llm: Annotated[str | None, typer.Option(help="LLM spec [default: local].")] = None,
+    embedder: Annotated[
+        str | None, typer.Option(help="Embedder spec [default: minilm].")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Task-order seed [default: 0].")] = None,
+    extractor: Annotated[
+        str | None, typer.Option(help="structural | llm [default: structural]")
+    ] = None,
     constrained: Annotated[
-        bool, typer.Option("--constrained/--free", help="Pick among admissible actions.")
-    ] = False,
+        bool | None,
+        typer.Option("--constrained/--free", help="Pick among admissible actions [default: free]."),
+    ] = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", "-o", help="Further memory option key=value.")
     ] = None,
@@ -99,19 +109,21 @@ def grid(
 ) -> None:
     """Figure 4: a DeltaMem run per (τ_task, τ_env, K_cons) cell in parallel, then heatmaps."""
     from deltamem.analysis.grid import grid as run_grid_cmd
-    from deltamem.analysis.grid import parse_floats, parse_k_values
+    from deltamem.analysis.grid import grid_settings, parse_floats, parse_k_values
     from deltamem.bench import parse_options
 
     def done(r: CellResult) -> None:
         console.print(f"{r.run_dir.name}: {r.episodes} episodes, success {r.success_rate:.1%}, "
                       f"mean reward {r.mean_reward:.3f}")
 
-    path = run_grid_cmd(
-        out, env=env, split=split, episodes=episodes, tau_task=parse_floats(tau_task),
-        tau_env=parse_floats(tau_env), k_cons=parse_k_values(k_cons), workers=workers,
-        plots=plots, llm=llm, embedder=embedder, seed=seed,
+    settings = grid_settings(
+        config, env=env, split=split, episodes=episodes, llm=llm, embedder=embedder, seed=seed,
+        extractor=extractor, constrained=constrained,
         options=parse_options(option) if option else None,
-        run_options={"extractor": extractor, "constrained": constrained}, on_cell=done,
+    )
+    path = run_grid_cmd(
+        out, tau_task=parse_floats(tau_task), tau_env=parse_floats(tau_env),
+        k_cons=parse_k_values(k_cons), workers=workers, plots=plots, on_cell=done, **settings,
     )
     console.print(f"wrote {path}")
 

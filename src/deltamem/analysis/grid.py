@@ -348,6 +348,58 @@ def draw_heatmaps(results: Sequence[CellResult], path: Path, *, Figure: Any = No
     return fig
 
 
+_GRID_OWNED = ("run_dir", "memory")
+_CELL_KEYS = ("env", "split", "episodes", "seed", "llm", "embedder")
+
+
+def grid_settings(
+    config: str | Path | None = None,
+    /,
+    *,
+    options: Mapping[str, Any] | None = None,
+    **flags: Any,
+) -> dict[str, Any]:
+    """Keyword arguments for :func:`grid` from a TOML run configuration and CLI flags.
+
+    The TOML file is the one ``deltamem run -c`` reads; flags that are not
+    ``None`` override it. ``run_dir`` and ``memory`` are the grid's own;
+    ``memory_options`` become ``options`` (the grid's τ/K keys are refused later
+    by :func:`run_grid`); every other field is passed on to each cell's
+    :class:`~deltamem.bench.RunConfig`. Defaults: ``llm="local"``,
+    ``embedder="minilm"``, ``seed=0``, ``extractor="structural"``,
+    ``constrained=False``. Raises :class:`ConfigError` for an unreadable file,
+    a grid-owned key in it, or a missing ``env``/``split``.
+    """
+    import tomllib
+
+    data: dict[str, Any] = {}
+    if config is not None:
+        try:
+            with open(config, "rb") as f:
+                data = tomllib.load(f)
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise ConfigError(f"cannot read config file {config}: {e}") from e
+    owned = sorted(set(data) & set(_GRID_OWNED))
+    if owned:
+        raise ConfigError(f"{config}: {', '.join(owned)} cannot be set for a grid")
+    for key, value in flags.items():
+        if value is not None:
+            data[key] = value
+    data.setdefault("llm", "local")
+    data.setdefault("embedder", "minilm")
+    data.setdefault("seed", 0)
+    data.setdefault("extractor", "structural")
+    data.setdefault("constrained", False)
+    missing = [k for k in ("env", "split") if not data.get(k)]
+    if missing:
+        raise ConfigError(f"the grid needs {' and '.join(missing)} (flag or config file)")
+    merged_options = {**dict(data.pop("memory_options", None) or {}), **dict(options or {})}
+    out: dict[str, Any] = {k: data.pop(k, None) for k in _CELL_KEYS}
+    out["options"] = merged_options or None
+    out["run_options"] = data
+    return out
+
+
 def grid(
     out: str | Path,
     *,
