@@ -27,6 +27,8 @@ perturbations of a stored node, 20 % exact copies of a stored node (ties).
     python benchmarks/retrieval.py                 # 1k..1M, d 384 and 768 (long: ANN builds)
     python benchmarks/retrieval.py --quick         # ~1 minute
     python benchmarks/retrieval.py --compare-libs 100000   # hnswlib vs usearch vs faiss
+    python benchmarks/retrieval.py --sizes 1000000 --dims 384 --ann-k 4,8 --ann-ef 64,128,256
+                                                   # ANN agreement/latency trade-off, one build
 """
 
 from __future__ import annotations
@@ -163,7 +165,8 @@ def run_case(n: int, d: int, args: argparse.Namespace) -> dict[str, str]:
     if args.ann and n <= args.ann_max:
         ann_tree = ResidualTree(
             "task", d, search="ann",
-            ann_options={"k": args.ann_k, "ef_search": args.ann_ef, "threads": args.threads},
+            ann_options={"k": args.ann_k[0], "ef_search": args.ann_ef[0],
+                         "threads": args.threads},
         )  # fmt: skip
         for node in nodes:
             ann_tree.add(node)
@@ -183,6 +186,8 @@ def run_case(n: int, d: int, args: argparse.Namespace) -> dict[str, str]:
             t2, m2 = timed(lambda q=q: ann_tree.match(q, TAU, EPS))
             ann_t.append(t2)
             agree += m2.node_id == m.node_id  # type: ignore[attr-defined]
+    if ann_tree is not None and (len(args.ann_k) > 1 or len(args.ann_ef) > 1):
+        args.sweep_rows += ann_sweep(ann_tree, tree, data, n, d, args)
     naive_note = ""
     if n <= args.naive_max:
         naive_t = []
@@ -214,6 +219,31 @@ def run_case(n: int, d: int, args: argparse.Namespace) -> dict[str, str]:
         "queries": str(len(data.queries)),
     }
     return row
+
+
+def ann_sweep(ann_tree: ResidualTree, tree: ResidualTree, data: Data, n: int, d: int,
+              args: argparse.Namespace) -> list[dict[str, str]]:
+    """Latency and agreement of the same built ANN graphs for every (k, ef_search) pair."""
+    ann = ann_tree._ann
+    assert ann is not None
+    truth = [tree.match(q, TAU, EPS).node_id for q in data.queries]
+    rows = []
+    for k in args.ann_k:
+        for ef in args.ann_ef:
+            ann.k, ann.ef_search = k, max(ef, k)
+            lat, agree = [], 0
+            for q, want in zip(data.queries, truth, strict=True):
+                t, m = timed(lambda q=q: ann_tree.match(q, TAU, EPS))
+                lat.append(t)
+                agree += m.node_id == want  # type: ignore[attr-defined]
+            rows.append({
+                "n": f"{n:,}", "d": str(d), "k": str(k), "ef_search": str(max(ef, k)),
+                "ANN p50 ms": ms(statistics.median(lat)), "ANN p95 ms": ms(pct(lat, 0.95)),
+                "ANN agree": f"{agree / len(truth):.3f}", "queries": str(len(truth)),
+            })  # fmt: skip
+            print(f"<!-- sweep n={n} d={d} k={k} ef={ef} -->", file=sys.stderr, flush=True)
+    ann.k, ann.ef_search = args.ann_k[0], args.ann_ef[0]
+    return rows
 
 
 def print_table(rows: list[dict[str, str]]) -> None:
@@ -307,12 +337,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--naive-queries", type=int, default=10)
     p.add_argument("--no-ann", dest="ann", action="store_false")
     p.add_argument("--ann-max", type=int, default=1_000_000, help="largest size given an ANN")
-    p.add_argument("--ann-k", type=int, default=4)
-    p.add_argument("--ann-ef", type=int, default=64)
+    p.add_argument("--ann-k", default="4", help="candidates per graph; a comma list sweeps")
+    p.add_argument("--ann-ef", default="64", help="HNSW ef_search; a comma list sweeps")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="ANN build threads")
     p.add_argument("--quick", action="store_true", help="1k and 10k, d=384, 50 queries")
     p.add_argument("--compare-libs", type=int, metavar="N", default=0)
     args = p.parse_args(argv)
+    args.ann_k = [int(x) for x in str(args.ann_k).split(",")]
+    args.ann_ef = [int(x) for x in str(args.ann_ef).split(",")]
+    args.sweep_rows = []
     if args.quick:
         args.sizes, args.dims, args.queries = "1000,10000", "384", 50
     load = os.getloadavg()[0]
@@ -329,6 +362,9 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(run_case(n, d, args))
             print(f"<!-- done n={n} d={d} -->", file=sys.stderr, flush=True)
     print_table(rows)
+    if args.sweep_rows:
+        print("\nANN settings on the same graphs (k candidates per graph, ef_search):\n")
+        print_table(args.sweep_rows)
 
 
 if __name__ == "__main__":
