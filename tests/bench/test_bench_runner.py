@@ -68,6 +68,10 @@ def test_online_run_writes_one_line_per_episode(tmp_path: Path) -> None:
     assert RunConfig.from_json_file(run_dir / "config.json") == config
     versions = json.loads((run_dir / "versions.json").read_text())
     assert versions[0]["start_index"] == 0 and "pydantic" in versions[0]["packages"]
+    source = versions[0]["source"]  # None outside a git checkout
+    if source is not None:
+        assert len(source["commit"]) == 40 and int(source["commit"], 16) >= 0
+        assert isinstance(source["modified"], bool)
 
 
 def test_memory_changes_recall_and_bank_size_are_recorded(tmp_path: Path, faults: Faults) -> None:

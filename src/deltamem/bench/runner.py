@@ -557,8 +557,25 @@ def _record_versions(run_dir: Path, start_index: int) -> None:
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
         "packages": package_versions(),
+        "source": source_revision(),
     })
     _write_text_atomic(path, json.dumps(sessions, indent=2) + "\n")
+
+
+def source_revision() -> dict[str, Any] | None:
+    """The git commit of the deltamem source tree in use (and whether it had local edits),
+    or ``None`` when it is not a git checkout or git is not installed."""
+    import subprocess
+
+    src = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(src), "status", "--porcelain", "--", "."],
+                               capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"path": str(src), "commit": head, "modified": bool(dirty.strip())}
 
 
 class _Display:
