@@ -23,6 +23,20 @@ Each step:
    ``valid=False`` and :data:`~deltamem.agents.react.INVALID_OBSERVATION`
    without stepping the environment, as the ReAct agent does.
 
+**Output bounds.** Every JSON answer has tight ``maxLength``/``maxItems``
+bounds (:func:`plan_schema`, :func:`decision_schema`): a small local model
+under a JSON grammar tends to fill strings up to their limit, so the bounds
+set the cost of a call, and they keep the worst case under ``max_tokens`` (a
+JSON answer cut by the token cap is invalid and costs a repair call). Plan:
+at most ``plan_steps`` (default 5) sub-goals of at most 100 characters with a
+reason of at most 100, a main goal of at most 200; decision reason at most 200.
+
+**Settings from the memory.** ``history``, ``explore_check`` and
+``plan_steps`` left at ``None`` are taken from the memory's configuration
+(``memory.config``, e.g. ``-o plan_steps=3 -o explore_check=llm`` on the
+command line), else from the defaults (5, ``keywords``, 5). A value given to
+the agent wins over the memory's.
+
 After every environment step the memory's :meth:`observe` is called; the
 opening observation is sent as ``Step("", task.observation)``. The plan is
 passed on with ``memory.note_plan(text)`` when the memory has that method.
@@ -39,7 +53,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any, Literal
 
 from deltamem.agents.parsing import match_action
@@ -54,25 +68,67 @@ from deltamem.memories.baseline import ask_json
 from deltamem.memory import Memory
 from deltamem.types import Episode, Recall, Step, Task, Usage
 
-__all__ = ["AriadneAgent", "Plan", "goto_options", "needs_exploration"]
+__all__ = [
+    "DEFAULTS",
+    "AriadneAgent",
+    "Plan",
+    "decision_schema",
+    "goto_options",
+    "needs_exploration",
+    "plan_schema",
+]
 
 log = logging.getLogger(__name__)
 
-_TEXT = {"type": "string", "minLength": 1, "maxLength": 300}
-PLAN_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "main_goal": {"type": "string", "minLength": 1, "maxLength": 600},
-        "plan_steps": {"type": "array", "minItems": 1, "maxItems": 8, "items": {
-            "type": "object",
-            "properties": {"sub_goal": _TEXT, "reason": _TEXT},
-            "required": ["sub_goal", "reason"],
-            "additionalProperties": False,
-        }},
-    },
-    "required": ["main_goal", "plan_steps"],
-    "additionalProperties": False,
-}
+GOAL_CHARS = 200
+"""Longest ``main_goal`` of a plan (characters)."""
+STEP_CHARS = 100
+"""Longest ``sub_goal`` and longest ``reason`` of a plan step (characters)."""
+REASON_CHARS = 200
+"""Longest ``reason_for_action`` of a decision (characters)."""
+DEFAULTS: dict[str, Any] = {"history": 5, "explore_check": "keywords", "plan_steps": 5}
+"""Agent settings used when neither the agent nor the memory's config sets them."""
+
+
+def _text(max_chars: int) -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "maxLength": max_chars}
+
+
+def plan_schema(plan_steps: int = DEFAULTS["plan_steps"]) -> dict[str, Any]:
+    """The planner's JSON schema: a main goal and 1..``plan_steps`` sub-goals with reasons."""
+    if not isinstance(plan_steps, int) or plan_steps < 1:
+        raise ConfigError(f"plan_steps must be a positive int, got {plan_steps!r}")
+    return {
+        "type": "object",
+        "properties": {
+            "main_goal": _text(GOAL_CHARS),
+            "plan_steps": {"type": "array", "minItems": 1, "maxItems": plan_steps, "items": {
+                "type": "object",
+                "properties": {"sub_goal": _text(STEP_CHARS), "reason": _text(STEP_CHARS)},
+                "required": ["sub_goal", "reason"],
+                "additionalProperties": False,
+            }},
+        },
+        "required": ["main_goal", "plan_steps"],
+        "additionalProperties": False,
+    }
+
+
+def decision_schema(options: Sequence[str], max_listed: int = 80) -> dict[str, Any]:
+    """The decision's JSON schema; the action is an enum of ``options`` when there are
+    1..``max_listed`` of them, else a string of at most 200 characters."""
+    action: dict[str, Any] = _text(200)
+    if options and len(options) <= max_listed:
+        action = {"type": "string", "enum": list(options)}
+    return {
+        "type": "object",
+        "properties": {"reason_for_action": _text(REASON_CHARS), "action_to_take": action},
+        "required": ["reason_for_action", "action_to_take"],
+        "additionalProperties": False,
+    }
+
+
+PLAN_SCHEMA: dict[str, Any] = plan_schema()
 _EXPLORE_SCHEMA: dict[str, Any] = {
     "type": "object", "properties": {"explore": {"type": "boolean"}},
     "required": ["explore"], "additionalProperties": False,
@@ -128,8 +184,10 @@ class AriadneAgent:
         llm: the model.
         domain: prompt domain (recorded; Ariadne's prompts are domain-free).
         max_steps: step cap overriding ``env.max_steps(task)``.
-        history: recent observations/actions in working memory (``n_prev``).
-        explore_check: ``keywords`` or ``llm``.
+        history: recent observations/actions in working memory (``n_prev``);
+            ``None``: the memory's setting (module docstring).
+        explore_check: ``keywords`` or ``llm``; ``None``: the memory's setting.
+        plan_steps: most sub-goals in a plan; ``None``: the memory's setting.
         navigation: offer ``go to <place>`` actions.
         max_listed_actions: options beyond this many are not put in the schema enum.
         max_tokens: completion budget of planner and decision calls.
@@ -140,8 +198,9 @@ class AriadneAgent:
     _: KW_ONLY
     domain: str = "textworld"
     max_steps: int | None = None
-    history: int = 5
-    explore_check: Literal["keywords", "llm"] = "keywords"
+    history: int | None = None
+    explore_check: Literal["keywords", "llm"] | None = None
+    plan_steps: int | None = None
     navigation: bool = True
     max_listed_actions: int = 80
     max_tokens: int = 500
@@ -153,9 +212,9 @@ class AriadneAgent:
         cap = self.max_steps if self.max_steps is not None else env.max_steps(task)
         if not isinstance(cap, int) or cap < 1:
             raise ConfigError(f"step cap must be a positive integer, got {cap!r}")
-        if self.explore_check not in ("keywords", "llm"):
-            raise ConfigError(f"explore_check must be 'keywords' or 'llm', "
-                              f"got {self.explore_check!r}")
+        resolved = self.settings(memory)
+        if resolved != {k: getattr(self, k) for k in DEFAULTS}:
+            return replace(self, **resolved).play(env, task, recall, memory)
         before = self.llm.usage.snapshot()
         trials = max(1, int(getattr(memory, "trials", 1) or 1))
         episode = self._trial(env, task, recall, memory, cap, before)
@@ -169,6 +228,26 @@ class AriadneAgent:
             recall = memory.recall(task) if memory is not None else Recall()
             episode = self._trial(env, task, recall, memory, cap, before)
         return episode
+
+    def settings(self, memory: Memory | None = None) -> dict[str, Any]:
+        """``history``, ``explore_check`` and ``plan_steps`` in effect with ``memory``: the
+        agent's own value, else the memory config's, else :data:`DEFAULTS`. Validated
+        (:class:`ConfigError`)."""
+        config = getattr(memory, "config", None)
+        out: dict[str, Any] = {}
+        for key, default in DEFAULTS.items():
+            value = getattr(self, key)
+            if value is None:
+                value = getattr(config, key, None)
+            out[key] = default if value is None else value
+        if out["explore_check"] not in ("keywords", "llm"):
+            raise ConfigError(f"explore_check must be 'keywords' or 'llm', "
+                              f"got {out['explore_check']!r}")
+        for key, low in (("history", 0), ("plan_steps", 1)):
+            v = out[key]
+            if not isinstance(v, int) or isinstance(v, bool) or v < low:
+                raise ConfigError(f"{key} must be an int >= {low}, got {v!r}")
+        return out
 
     # -- one attempt ------------------------------------------------------------------------
     def _trial(self, env: Environment, task: Task, recall: Recall, memory: Memory | None,
@@ -226,7 +305,7 @@ class AriadneAgent:
         return {
             "goal": wm.task.goal,
             "n_prev": self.history,
-            "history": wm.history(self.history),
+            "history": wm.history(int(self.history or 0)),
             "observation": wm.observation[:_OBS_CHARS],
             "memory": wm.recall.text.strip() or "(nothing)",
             "plan": wm.plan.render(),
@@ -236,7 +315,8 @@ class AriadneAgent:
     def _plan(self, wm: _WorkingMemory, memory: Memory | None) -> None:
         try:
             obj = ask_json(self.llm, role="ariadne_plan", purpose="plan",
-                           prompt=render("plan", **self._values(wm)), schema=PLAN_SCHEMA,
+                           prompt=render("plan", **self._values(wm)),
+                           schema=plan_schema(int(self.plan_steps or DEFAULTS["plan_steps"])),
                            shape='{"main_goal": str, "plan_steps": [{"sub_goal", "reason"}]}',
                            max_tokens=self.max_tokens)
         except ExtractionError:
@@ -262,17 +342,7 @@ class AriadneAgent:
     def _decide(self, wm: _WorkingMemory, admissible: Sequence[str],
                 routes: Mapping[str, list[str]]) -> tuple[str, str | None]:
         options = list(dict.fromkeys([*admissible, *routes]))
-        action_schema: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 200}
-        if options and len(options) <= self.max_listed_actions:
-            action_schema = {"type": "string", "enum": options}
-        schema = {
-            "type": "object",
-            "properties": {"reason_for_action": {"type": "string", "minLength": 1,
-                                                 "maxLength": 600},
-                           "action_to_take": action_schema},
-            "required": ["reason_for_action", "action_to_take"],
-            "additionalProperties": False,
-        }
+        schema = decision_schema(options, self.max_listed_actions)
         values = self._values(wm)
         values["actions"] = "; ".join(options) if options else "(any command)"
         try:

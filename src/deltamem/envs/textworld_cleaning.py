@@ -5,8 +5,19 @@ extra passage when possible); each room has furniture and the items that
 belong on it. Some items are **misplaced**: put on furniture of another room
 or on another room's floor. Goal: return every misplaced item to where it
 belongs. Points: +1 for picking each misplaced item up, +1 for putting it on
-(or into) its right place; the game is won when all are done. (The paper's -1
-for moving a correctly placed item is not implemented.)
+(or into) its right place; the game is won when all are done.
+
+Penalty (the paper's "-1 for manipulation with correctly placed item"): the
+first time an item leaves its right place -- an item that started there, or a
+misplaced item the player had already put back -- costs 1 point. The penalty is
+charged once per item and is **not** refunded when the item is put back (the
+paper penalises the manipulation itself; charging once per item keeps the
+penalty bounded and makes take/put loops pointless rather than ruinous). It is
+computed by the adapter from TextWorld's state facts after every command (the
+compiled game only holds the positive quests), so it is deterministic. The
+reported score is ``max(points - penalties, 0) / max_points`` where
+``max_points`` is twice the number of misplaced items; :attr:`CleaningEnv.penalties`
+lists the penalised items in order.
 
 Difficulty (``difficulty``): 1 = 6 rooms, 3 misplaced items; 2 = 9 rooms, 6;
 3 = 9 rooms, 11 (the paper's size). Step cap 150.
@@ -201,6 +212,14 @@ class CleaningEnv(Environment):
         self._done = False
         self._steps = 0
         self._max_score = 1
+        self._homes: dict[str, str] = {}
+        self._in_place: set[str] = set()
+        self._penalised: list[str] = []
+
+    @property
+    def penalties(self) -> list[str]:
+        """Items charged the -1 so far this episode, in the order they were moved."""
+        return list(self._penalised)
 
     def _validate(self) -> None:
         if self.difficulty not in LEVELS:
@@ -260,7 +279,7 @@ class CleaningEnv(Environment):
         from textworld.gym.envs import TextworldGymEnv
 
         infos = tw.EnvInfos(admissible_commands=True, score=True, max_score=True, won=True,
-                            lost=True, description=True)
+                            lost=True, description=True, facts=True)
         self._gym = TextworldGymEnv([str(path)], request_infos=infos)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*is not fully supported.*")
@@ -268,6 +287,9 @@ class CleaningEnv(Environment):
         self._walkthrough = json.loads(path.with_suffix(".walkthrough.json").read_text())
         self._admissible = list(info["admissible_commands"])
         self._max_score = max(int(info["max_score"]), 1)
+        self._homes = {item: furn for item, (_, furn) in design(level, seed)["homes"].items()}
+        self._in_place = self._placed(info)
+        self._penalised = []
         self._done = False
         self._steps = 0
         self._task = Task(id=task_id, goal=OBJECTIVE, scene=str(info["description"]).strip(),
@@ -287,7 +309,8 @@ class CleaningEnv(Environment):
         return list(self._walkthrough)
 
     def step(self, action: str) -> Transition:
-        """Send ``action``; score = points / max points; success = all items back in place."""
+        """Send ``action``; score = (points - penalties) / max points, clipped to [0, 1];
+        success = all misplaced items back in place (module docstring)."""
         self._require()
         if self._done:
             raise RuntimeError("episode is over; call reset() first")
@@ -296,11 +319,23 @@ class CleaningEnv(Environment):
         obs, score, done, info = self._gym.step(action)
         self._steps += 1
         self._admissible = list(info["admissible_commands"])
+        placed = self._placed(info)
+        for item in sorted(self._in_place - placed):
+            if item not in self._penalised:
+                self._penalised.append(item)
+        self._in_place = placed
         won = bool(info["won"])
         self._done = bool(done) or won or bool(info["lost"]) or self._steps >= self.max_steps_cap
+        points = float(score) - len(self._penalised)
         return Transition(observation=str(obs).strip(),
-                          score=min(max(float(score) / self._max_score, 0.0), 1.0),
+                          score=min(max(points / self._max_score, 0.0), 1.0),
                           done=self._done, success=won, valid=valid)
+
+    def _placed(self, info: dict[str, Any]) -> set[str]:
+        """Items lying on (or in) their own furniture, read from TextWorld's state facts."""
+        return {p.arguments[0].name for p in info["facts"]
+                if p.name in ("on", "in") and len(p.arguments) == 2
+                and self._homes.get(p.arguments[0].name) == p.arguments[1].name}
 
     def max_steps(self, task: Task) -> int:
         return task.max_steps or self.max_steps_cap

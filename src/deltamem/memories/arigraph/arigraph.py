@@ -17,6 +17,16 @@ best observations by Eq. 1. The :class:`~deltamem.types.Recall` carries the
 text block for the prompt and, in ``details``, the location, every spatial
 triplet (for ``go to`` navigation) and the unexplored exits (Algorithm 3).
 
+Extraction and replacement follow ``mode`` (``llm``: the paper's LLM calls;
+``deterministic``: :class:`RuleTripletExtractor` / :class:`RuleOutdatedDetector`),
+unless ``extraction`` or ``replacement`` picks one explicitly. The cheaper
+configuration for small local models keeps the paper's LLM triplet extraction
+but detects outdated triplets by rules (``replacement="rules"``: one LLM call
+less per step; the rules cover what TextWorld changes -- where an item is and
+open/closed/locked states); ``mode="deterministic"`` (the runner's default
+with ``extractor = "structural"``) leaves only the agent's planner and
+decision calls.
+
 The bank holds one graph per scope key (task id, or ``global``) as an item of
 kind ``graph`` whose payload is :meth:`AriGraph.to_dict`.
 """
@@ -26,11 +36,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from deltamem.errors import ExtractionError, StoreError
+from deltamem.errors import ConfigError, ExtractionError, StoreError
 from deltamem.memories.arigraph.base import Session, StepConfig, StepMemory, make_factory
 from deltamem.memories.arigraph.extract import (
     LLMOutdatedDetector,
@@ -66,12 +76,18 @@ class AriGraphConfig(StepConfig):
         width: semantic search width ``w`` (edges kept per expansion).
         top_k: episodic vertices returned ``k``.
         max_queries: most retrieval queries per step.
+        extraction: ``llm`` or ``rules`` triplet extraction; ``None``: by ``mode``.
+        replacement: ``llm`` or ``rules`` outdated-triplet detection; ``None``: by ``mode``.
+        max_triplets: most triplets the LLM extractor may answer per observation.
     """
 
     depth: int = Field(default=2, ge=0)
     width: int = Field(default=5, ge=0)
     top_k: int = Field(default=2, ge=0)
     max_queries: int = Field(default=12, ge=1)
+    extraction: Literal["llm", "rules"] | None = None
+    replacement: Literal["llm", "rules"] | None = None
+    max_triplets: int = Field(default=12, ge=1, le=50)
 
 
 @dataclass
@@ -95,13 +111,24 @@ class AriGraphMemory(StepMemory):
     def __init__(self, *args: Any, extractor: TripletExtractor | None = None,
                  detector: OutdatedDetector | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if self.llm_mode:
-            llm = self._need_llm() if not self.readonly else None
-            self.extractor = extractor or (LLMTripletExtractor(llm) if llm else None)
-            self.detector = detector or (LLMOutdatedDetector(llm) if llm else None)
-        else:
-            self.extractor = extractor or RuleTripletExtractor()
-            self.detector = detector or RuleOutdatedDetector()
+        c = self.config
+        default = "llm" if self.llm_mode else "rules"
+        wants_llm = "llm" in ((c.extraction or default), (c.replacement or default))
+        llm = self.llm if (wants_llm and not self.readonly) else None
+        if wants_llm and not self.readonly and llm is None:
+            raise ConfigError("arigraph: extraction/replacement 'llm' needs an llm")
+        self.extractor: TripletExtractor | None = extractor
+        if self.extractor is None:
+            if (c.extraction or default) == "rules":
+                self.extractor = RuleTripletExtractor()
+            elif llm is not None:
+                self.extractor = LLMTripletExtractor(llm, max_triplets=c.max_triplets)
+        self.detector: OutdatedDetector | None = detector
+        if self.detector is None:
+            if (c.replacement or default) == "rules":
+                self.detector = RuleOutdatedDetector()
+            elif llm is not None:
+                self.detector = LLMOutdatedDetector(llm)
 
     # -- graph access -------------------------------------------------------------------------
     def graphs(self) -> dict[str, AriGraph]:

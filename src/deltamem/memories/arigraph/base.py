@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from deltamem.domains import get_domain
 from deltamem.embed.base import Embedder
@@ -58,6 +58,14 @@ class StepConfig(BaseModel):
             empty, the same game played again continues); ``global``: one
             memory across every task.
         history: recent observations/actions the agent keeps (paper's ``n_prev``).
+        explore_check: how the Ariadne agent decides to explore: ``keywords`` in the
+            first sub-goal (no LLM call) or ``llm`` (one more call per step).
+        plan_steps: most sub-goals in the Ariadne agent's plan (bounds the planner's
+            JSON answer, hence its cost with a small local model).
+
+    ``history``, ``explore_check`` and ``plan_steps`` are read by the Ariadne agent
+    (:meth:`deltamem.agents.ariadne.AriadneAgent.settings`), so the run configuration's
+    memory options can set them.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -66,6 +74,8 @@ class StepConfig(BaseModel):
     mode: Literal["llm", "deterministic"] = "deterministic"
     scope: Scope = "task"
     history: int = 5
+    explore_check: Literal["keywords", "llm"] = "keywords"
+    plan_steps: int = Field(default=5, ge=1, le=20)
 
     @model_validator(mode="after")
     def _check(self) -> Self:

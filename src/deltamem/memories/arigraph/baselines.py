@@ -20,6 +20,12 @@ Registry names and what each keeps (all step-level, see
   importance gathered since the last reflection reaches ``reflect_threshold``
   the LLM writes insights that join the stream (no insights in
   ``deterministic`` mode).
+
+Every LLM answer has a tight length bound (a small local model under a JSON
+grammar tends to write up to the bound, so it sets the call's cost, and an
+answer cut by the token cap costs a repair call): the summary at most
+``max_chars`` (default 1200) characters with a token budget that fits it, a
+reflection 600 characters, at most 3 insights of 200 characters.
 """
 
 from __future__ import annotations
@@ -103,16 +109,18 @@ class FullHistoryMemory(StepMemory):
 # -- summary --------------------------------------------------------------------------------------
 
 class SummaryConfig(StepConfig):
-    """``max_chars``: longest summary kept (the deterministic summary keeps the newest part)."""
+    """``max_chars``: longest summary (the LLM's answer is bounded by it; the deterministic
+    summary keeps the newest part)."""
 
-    max_chars: int = Field(default=2000, ge=100)
+    max_chars: int = Field(default=1200, ge=100, le=8000)
 
 
-_SUMMARY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"summary": {"type": "string", "minLength": 1, "maxLength": 4000}},
-    "required": ["summary"], "additionalProperties": False,
-}
+def _summary_schema(max_chars: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"summary": {"type": "string", "minLength": 1, "maxLength": max_chars}},
+        "required": ["summary"], "additionalProperties": False,
+    }
 
 
 class SummaryMemory(StepMemory):
@@ -134,7 +142,9 @@ class SummaryMemory(StepMemory):
                             summary=session.state or "(empty)")
             try:
                 obj = ask_json(self._need_llm(), role="summary", purpose="summarize",
-                               prompt=prompt, schema=_SUMMARY_SCHEMA, shape='{"summary": str}')
+                               prompt=prompt, schema=_summary_schema(self.config.max_chars),
+                               shape='{"summary": str}',
+                               max_tokens=self.config.max_chars // 2 + 50)
             except ExtractionError as e:
                 self._reject(session, e)
                 return
@@ -273,7 +283,7 @@ class ReflexionConfig(RAGConfig):
 
 _REFLECT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"reflection": {"type": "string", "minLength": 1, "maxLength": 1500}},
+    "properties": {"reflection": {"type": "string", "minLength": 1, "maxLength": 600}},
     "required": ["reflection"], "additionalProperties": False,
 }
 
@@ -370,7 +380,7 @@ _IMPORTANCE_SCHEMA: dict[str, Any] = {
 _INSIGHT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"insights": {"type": "array", "maxItems": 3, "items": {
-        "type": "string", "minLength": 1, "maxLength": 400}}},
+        "type": "string", "minLength": 1, "maxLength": 200}}},
     "required": ["insights"], "additionalProperties": False,
 }
 

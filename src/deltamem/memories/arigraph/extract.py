@@ -37,8 +37,11 @@ __all__ = [
     "strip_status",
 ]
 
-ENTITY_MAX = 60
-"""Longest accepted subject/relation/object from the LLM (characters)."""
+ENTITY_MAX = 40
+"""Longest accepted subject/relation/object from the LLM (characters). The prompt asks for
+at most four words; a tight bound keeps a small model's constrained output short."""
+REPLACE_MAX = 10
+"""Most replacement pairs accepted from one outdated-detection answer."""
 
 
 class TripletExtractor(Protocol):
@@ -238,7 +241,7 @@ def _triplet_schema(max_items: int) -> dict[str, Any]:
 
 _REPLACE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"replace": {"type": "array", "maxItems": 40, "items": {
+    "properties": {"replace": {"type": "array", "maxItems": REPLACE_MAX, "items": {
         "type": "object",
         "properties": {"old": {"type": "integer", "minimum": 1},
                        "new": {"type": "integer", "minimum": 1}},
@@ -258,9 +261,10 @@ class LLMTripletExtractor:
 
     Args:
         llm: the model.
-        max_triplets: most triplets accepted from one observation.
+        max_triplets: most triplets accepted from one observation (schema ``maxItems``).
         known_shown: how many known triplets are shown for consistent naming.
-        max_tokens: completion budget.
+        max_tokens: completion budget; the default covers the schema's worst case
+            (12 triplets of three 40-character strings) so an answer is not cut short.
 
     Triplets naming the player (``you``, ``player``) or ``none`` are dropped
     (the prompt forbids them); an answer that is not valid JSON of the schema
@@ -268,7 +272,7 @@ class LLMTripletExtractor:
     """
 
     llm: LLMClient
-    max_triplets: int = 25
+    max_triplets: int = 12
     known_shown: int = 30
     max_tokens: int = 700
 
