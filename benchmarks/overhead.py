@@ -5,8 +5,13 @@ LLM and embedding time are excluded: the embedder is a precomputed table
 either the structural one (no LLM) or the LLM extractor on an instant
 :class:`~deltamem.testing.ScriptedLLM`. What remains is the memory's own
 work: Eq. 6 scans of both trees, chain rendering, the write decision,
-extraction glue, one SQLite transaction (``synchronous=FULL``: an fsync per
-learn) and the incremental reload of the trees.
+extraction glue, one SQLite transaction and the incremental update of the
+trees.
+
+Durability: each size is run with ``synchronous=full`` (the default: an fsync
+of the WAL per learn, survives power loss) and ``synchronous=normal`` (no fsync
+per commit: survives a killed process, not a power loss; see
+:mod:`deltamem.store.sqlite`), so the table shows what the fsync costs.
 
 Each bank is a file in a temporary folder, filled by inserting n nodes
 (half Task-Tree, half Env-Tree; 30 % residuals under a random earlier node,
@@ -14,12 +19,23 @@ Each bank is a file in a temporary folder, filled by inserting n nodes
 store in one transaction. Then ``--episodes`` episodes are run: half repeat
 the trigger of a stored node (warm start: residual write + success hit), half
 are new (cold start: a root). Besides the per-episode p50/p95, the table
-splits out two fixed costs measured on the same bank: the commit of a
-one-row transaction (the fsync) and the refresh of hit counts and
-consolidation flags after a learn.
+gives the CPU time the process used per episode (all its threads; unlike
+wall time it leaves out waiting for the disk and for a busy core, so on a
+loaded machine it is the steadier figure) and splits out two fixed costs
+measured on the same bank: the commit of a one-row transaction (the fsync
+under ``full``) and the refresh of hit counts and consolidation flags of all
+nodes (what a reload does after another process wrote; after its own learn a
+process re-reads only the nodes that learn touched).
 
     python benchmarks/overhead.py            # 100, 10k, 100k nodes, 200 episodes each
-    python benchmarks/overhead.py --quick    # 100 and 10k nodes, 50 episodes (< 1 minute)
+    python benchmarks/overhead.py --quick    # 100 and 10k nodes, 50 episodes (~1 minute)
+    python benchmarks/overhead.py --sizes 10000 --extractors llm --synchronous full
+    python benchmarks/overhead.py --quick --single-thread-max 0   # every Eq. 6 product via
+                                        # multi-threaded BLAS (the kernel before issue 5)
+
+``--single-thread-max`` sets :data:`deltamem.core.tree.SINGLE_THREAD_MAX`, the
+largest tree matrix scored on the calling thread (see :mod:`deltamem.core.tree`,
+Threads); the table's ``1-thread max`` column shows the value used.
 """
 
 from __future__ import annotations
@@ -34,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+import deltamem.core.tree as tree_module
 from deltamem.core.payload import Payload
 from deltamem.core.tree import Node
 from deltamem.extract.llm import LLMExtractor
@@ -131,7 +148,9 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, round(p * (len(xs) - 1)))]
 
 
-def measure(n: int, extractor_name: str, episodes: int, seed: int) -> dict[str, str]:
+def measure(
+    n: int, extractor_name: str, episodes: int, seed: int, synchronous: str = "full"
+) -> dict[str, str]:
     rng = np.random.default_rng(seed)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bank.db"
@@ -142,15 +161,19 @@ def measure(n: int, extractor_name: str, episodes: int, seed: int) -> dict[str, 
         embedder = TableEmbedder(table)
         extractor = LLMExtractor(_instant_llm()) if extractor_name == "llm" else None
         t0 = time.perf_counter()
-        mem = DeltaMem.open(path, embedder=embedder, extractor=extractor, domain=DOMAIN)
+        mem = DeltaMem.open(
+            path, embedder=embedder, extractor=extractor, domain=DOMAIN, synchronous=synchronous
+        )
         open_s = time.perf_counter() - t0
-        rec_t, learn_t, tot_t = [], [], []
+        rec_t, learn_t, tot_t, cpu_t = [], [], [], []
         for ep in eps:
+            c0 = time.process_time()
             t0 = time.perf_counter()
             r = mem.recall(ep.task)
             t1 = time.perf_counter()
             mem.learn(ep, r)
             t2 = time.perf_counter()
+            cpu_t.append(time.process_time() - c0)
             rec_t.append(t1 - t0)
             learn_t.append(t2 - t1)
             tot_t.append(t2 - t0)
@@ -171,11 +194,14 @@ def measure(n: int, extractor_name: str, episodes: int, seed: int) -> dict[str, 
     return {
         "nodes": f"{n:,}",
         "extractor": extractor_name,
+        "synchronous": synchronous,
+        "1-thread max": f"{tree_module.SINGLE_THREAD_MAX:,}",
         "episode p50 ms": ms(statistics.median(tot_t)),
         "episode p95 ms": ms(pct(tot_t, 0.95)),
+        "episode CPU p50 ms": ms(statistics.median(cpu_t)),
         "recall p50 ms": ms(statistics.median(rec_t)),
         "learn p50 ms": ms(statistics.median(learn_t)),
-        "commit (fsync) p50 ms": ms(statistics.median(commit_t)),
+        "1-row commit p50 ms": ms(statistics.median(commit_t)),
         "state refresh p50 ms": ms(statistics.median(refresh_t)),
         "bank build s": f"{build_s:.1f}",
         "open s": f"{open_s:.2f}",
@@ -188,18 +214,27 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--sizes", default="100,10000,100000")
     p.add_argument("--episodes", type=int, default=200)
     p.add_argument("--extractors", default="structural,llm")
+    p.add_argument("--synchronous", default="full,normal", help="durability modes to run")
+    p.add_argument(
+        "--single-thread-max",
+        type=int,
+        default=tree_module.SINGLE_THREAD_MAX,
+        help="largest matrix (elements) scored on one thread; 0: always BLAS threads",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="100 and 10k nodes, 50 episodes")
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.episodes = "100,10000", 50
+    tree_module.SINGLE_THREAD_MAX = args.single_thread_max
     print(f"# overhead benchmark — {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}\n")  # fmt: skip
     rows = []
     for n in (int(x) for x in args.sizes.split(",")):
         for ex in args.extractors.split(","):
-            rows.append(measure(n, ex, args.episodes, args.seed))
-            print(f"<!-- done n={n} {ex} -->", file=sys.stderr, flush=True)
+            for sync in args.synchronous.split(","):
+                rows.append(measure(n, ex, args.episodes, args.seed, sync))
+                print(f"<!-- done n={n} {ex} {sync} -->", file=sys.stderr, flush=True)
     cols = list(rows[0])
     print("| " + " | ".join(cols) + " |")
     print("|" + "|".join("---" for _ in cols) + "|")

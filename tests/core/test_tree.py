@@ -105,3 +105,52 @@ def test_matrix_grows_past_initial_capacity():
     assert t.match(q, 0.99, 0.05).node_id == "n63"
     naive = max(nodes, key=lambda n: float(n.embedding @ q))
     assert naive.id == "n63"
+
+
+def test_single_thread_and_blas_kernels_give_identical_matches(monkeypatch):
+    """Small trees score on the calling thread, large ones with BLAS ``M @ q``: same Eq. 6."""
+    import deltamem.core.tree as tree_mod
+
+    rng = np.random.default_rng(7)
+    base = [vec(*rng.normal(size=24)) for _ in range(60)]
+    nodes: list[Node] = []
+    for i in range(300):
+        # every 3rd node repeats an earlier embedding: exact ties for the tie rule
+        e = base[i % 60] if i % 3 == 0 else vec(*rng.normal(size=24))
+        parent = nodes[int(rng.integers(0, len(nodes)))] if nodes and i % 4 == 1 else None
+        nodes.append(
+            node(
+                f"n{i}",
+                e,
+                parent=None if parent is None or parent.depth >= 5 else parent.id,
+                depth=1 if parent is None or parent.depth >= 5 else parent.depth + 1,
+                label="FAILURE" if i % 5 == 0 else "SUCCESS",
+                seq=i + 1,
+            )
+        )
+    queries = [base[k] for k in range(0, 60, 7)] + [vec(*rng.normal(size=24)) for _ in range(20)]
+    t = ResidualTree("task", 24, nodes)
+    assert t._emb[: len(t)].size <= tree_mod.SINGLE_THREAD_MAX  # default: single-thread path
+    calls = []
+    real_rowdot = tree_mod._rowdot
+    monkeypatch.setattr(tree_mod, "_rowdot", lambda m, q: calls.append(1) or real_rowdot(m, q))
+    small = [t.match(q, 0.5, 0.05) for q in queries]
+    assert len(calls) == len(queries)
+    monkeypatch.setattr(tree_mod, "SINGLE_THREAD_MAX", 0)  # force the BLAS path
+    big = [t.match(q, 0.5, 0.05) for q in queries]
+    assert len(calls) == len(queries)  # the single-thread kernel was not used again
+    assert small == big
+    assert {m.node_id for m in small} != {None}
+
+
+def test_rowdot_without_vecdot_uses_einsum(monkeypatch):
+    """numpy 1.26 has no ``np.vecdot``: the einsum fallback gives the same float32 product."""
+    import deltamem.core.tree as tree_mod
+
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((50, 16), dtype=np.float32)
+    q = rng.standard_normal(16, dtype=np.float32)
+    monkeypatch.setattr(tree_mod, "_VECDOT", None)
+    out = tree_mod._rowdot(m, q)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, m.astype(np.float64) @ q.astype(np.float64), atol=1e-4)

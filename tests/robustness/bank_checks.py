@@ -57,8 +57,10 @@ def make_embedder() -> TableEmbedder:
     return TableEmbedder({}, name="robust", default=_vector)
 
 
-def open_bank(path: str | Path) -> DeltaMem:
-    return DeltaMem.open(path, embedder=make_embedder(), domain=DOMAIN, k_cons=K_CONS)
+def open_bank(path: str | Path, *, synchronous: str = "full") -> DeltaMem:
+    return DeltaMem.open(
+        path, embedder=make_embedder(), domain=DOMAIN, k_cons=K_CONS, synchronous=synchronous
+    )
 
 
 def episode_for(episode_id: str) -> Episode:

@@ -8,6 +8,10 @@ structural invariants (:func:`bank_checks.check_invariants`), and — the
 learning the committed episodes, in commit order, in a fresh process-local
 bank: every learn's writes (nodes, hits, consolidation, ``learned`` row)
 are one transaction, so a killed learn leaves no trace at all.
+
+It runs with both durability modes: ``synchronous=full`` (default) and
+``normal`` (no fsync per commit), which must be just as safe against a killed
+process — only a power loss may cost it the last commits.
 """
 
 from __future__ import annotations
@@ -35,10 +39,12 @@ pytestmark = pytest.mark.skipif(
 KILLS = 50
 
 
-def _child(path: str, cycle: int, ready_fd: int) -> None:
+def _child(path: str, cycle: int, ready_fd: int, synchronous: str) -> None:
     """Learn episodes ``w0-{cycle}-0, 1, ...`` forever (never returns)."""
     try:
-        mem = open_bank(path)
+        mem = open_bank(path, synchronous=synchronous)
+        if mem.store.synchronous() != synchronous:
+            os._exit(4)  # not ready: the parent's read fails and names it
         os.write(ready_fd, b"r")
         i = 0
         while True:
@@ -49,7 +55,8 @@ def _child(path: str, cycle: int, ready_fd: int) -> None:
 
 
 @pytest.mark.slow
-def test_sigkill_during_learn_never_breaks_the_bank(tmp_path):
+@pytest.mark.parametrize("synchronous", ["full", "normal"])
+def test_sigkill_during_learn_never_breaks_the_bank(tmp_path, synchronous):
     path = str(tmp_path / "bank.db")
     open_bank(path).close()
     reference = open_bank(":memory:")
@@ -61,7 +68,7 @@ def test_sigkill_during_learn_never_breaks_the_bank(tmp_path):
         pid = os.fork()
         if pid == 0:  # pragma: no cover - child
             os.close(r_fd)
-            _child(path, cycle, w_fd)
+            _child(path, cycle, w_fd, synchronous)
         os.close(w_fd)
         try:
             assert os.read(r_fd, 1) == b"r", "the learner died before it was ready"

@@ -41,6 +41,18 @@ tie rule are taken on those exact scores. Only near-ties are re-scored, so the
 cost stays one mat-vec plus a few microseconds. ``Match.score`` is that exact
 score.
 
+Threads. The float32 product of a tree of up to :data:`SINGLE_THREAD_MAX`
+matrix elements (16 MiB: 10.9k nodes at d = 384) runs on the calling thread
+(one BLAS dot per row); larger ones use ``M @ q``, which OpenBLAS spreads over
+its thread pool. A multi-threaded mat-vec must wait for its worker thread to be
+scheduled, and the workers then spin for a while taking CPU from the caller:
+on a machine whose cores are busy — typically with the local LLM the agent
+is talking to — that cost up to a scheduler slice (~10 ms, measured on 2 busy
+cores) for a product one core finishes in ~0.5 ms (5000 × 384). Above the
+limit the product itself is long enough for a second thread to pay off on an
+idle machine. Both kernels obey the same rounding bound (Exact scores, above), so the match
+does not depend on which one ran.
+
 Search modes. ``search="exact"`` (default) scans every row as above.
 ``search="ann"`` asks :class:`deltamem.core.ann.AnnIndex` (optional package)
 for candidate rows — the best of the SUCCESS index and of the FAILURE index,
@@ -64,6 +76,8 @@ if TYPE_CHECKING:
     from deltamem.core.ann import AnnIndex
 
 VIRTUAL_ROOT_DEPTH = 0
+SINGLE_THREAD_MAX = 1 << 22
+"""Largest matrix (rows × d elements) scored on the calling thread (module doc, Threads)."""
 SearchMode = Literal["exact", "ann"]
 SEARCH_MODES: tuple[str, ...] = ("exact", "ann")
 
@@ -248,7 +262,8 @@ class ResidualTree:
         """
         n = len(self._ids)
         q = np.asarray(query, dtype=np.float32).reshape(-1)
-        s = self._emb[:n] @ q
+        m = self._emb[:n]
+        s = _rowdot(m, q) if m.size <= SINGLE_THREAD_MAX else m @ q
         if epsilon:
             # in place: one temporary of n floats for the penalty, none for the result
             s -= np.float32(epsilon) * self._fail[:n]
@@ -344,3 +359,13 @@ class ResidualTree:
         for n in self:
             hist[n.depth] = hist.get(n.depth, 0) + 1
         return dict(sorted(hist.items()))
+
+
+def _rowdot(m: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``m @ q`` computed on the calling thread (float32, one dot per row)."""
+    if _VECDOT is not None:  # numpy >= 2: a BLAS sdot per row, no thread pool
+        return _VECDOT(m, q)
+    return np.einsum("ij,j->i", m, q)  # numpy 1.26: einsum's own SIMD loop
+
+
+_VECDOT = getattr(np, "vecdot", None)

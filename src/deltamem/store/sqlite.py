@@ -5,6 +5,16 @@ WAL journal, a busy timeout so concurrent writers wait instead of failing,
 learners never interleave a write decision) and ``synchronous=FULL`` so a
 committed ``learn()`` survives a crash. Embeddings are float32 blobs.
 Migrations are named and applied inside a transaction.
+
+Durability (``synchronous``). With the default ``"full"`` every commit waits
+for an fsync of the WAL file: a committed ``learn()`` survives a process
+crash *and* a power loss or OS crash. ``"normal"`` (WAL mode only) skips that
+per-commit fsync — the WAL is synced at checkpoints — so a commit is in the OS
+page cache when it returns: it survives the process being killed (SIGKILL,
+OOM, segfault), but a power loss or OS crash may roll back the most recent
+commits. The bank never corrupts either way and each learn stays all or
+nothing. Choose ``"normal"`` only where losing the last few learns to a power
+cut is acceptable; see :meth:`SQLiteLedger.set_synchronous`.
 """
 
 from __future__ import annotations
@@ -18,13 +28,13 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from deltamem.core.payload import Payload
 from deltamem.core.tree import Node
-from deltamem.errors import StoreError
+from deltamem.errors import ConfigError, StoreError
 from deltamem.store.base import SCHEMA_VERSION
 
 _MIGRATIONS: list[tuple[str, str]] = [
@@ -73,6 +83,9 @@ _NODE_COLS = (
     "source_id, trigger, activation, procedure, termination, embedding, episode_id, created_at"
 )
 
+Synchronous = Literal["full", "normal"]
+SYNCHRONOUS_MODES: tuple[str, ...] = ("full", "normal")
+
 
 class SQLiteLedger:
     """What every SQLite bank file shares: the learned-episode ledger, change detection,
@@ -107,6 +120,31 @@ class SQLiteLedger:
             finally:
                 self._in_tx = False
 
+    def set_synchronous(self, mode: Synchronous) -> None:
+        """Set the commit durability (module doc, Durability): ``"full"`` or ``"normal"``.
+
+        Raises :class:`ConfigError` for another value, :class:`StoreError`
+        inside a transaction, or for ``"normal"`` on a file bank that is not in
+        WAL mode (there ``NORMAL`` could corrupt the bank on a power loss).
+        """
+        if mode not in SYNCHRONOUS_MODES:
+            raise ConfigError(f"unknown synchronous mode {mode!r}; use one of {SYNCHRONOUS_MODES}")
+        with self._lock:
+            if self._in_tx:
+                raise StoreError("cannot change synchronous inside a transaction")
+            if mode == "normal" and self.path != ":memory:":
+                journal = str(self._conn.execute("PRAGMA journal_mode").fetchone()[0])
+                if journal.lower() != "wal":
+                    raise StoreError(
+                        f"synchronous='normal' needs WAL mode; bank {self.path} is in "
+                        f"journal mode {journal!r}"
+                    )
+            self._conn.execute(f"PRAGMA synchronous = {mode.upper()}")
+
+    def synchronous(self) -> str:
+        """The connection's current ``PRAGMA synchronous`` as ``full``/``normal``/…."""
+        value = int(self._conn.execute("PRAGMA synchronous").fetchone()[0])
+        return {0: "off", 1: "normal", 2: "full", 3: "extra"}.get(value, str(value))
 
     def version(self) -> int:
         """Changes when another connection commits (``PRAGMA data_version``)."""
@@ -151,9 +189,22 @@ class SQLiteStore(SQLiteLedger):
         path: the bank file; created with its folder when missing.
         timeout: seconds a writer waits for another writer's lock.
         readonly: open without creating or migrating (for inspection).
+        synchronous: commit durability, ``"full"`` (default: an fsync per commit) or
+            ``"normal"`` (WAL only; survives process crashes, not power loss); module doc.
     """
 
-    def __init__(self, path: str | Path, *, timeout: float = 60.0, readonly: bool = False):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        timeout: float = 60.0,
+        readonly: bool = False,
+        synchronous: Synchronous = "full",
+    ):
+        if synchronous not in SYNCHRONOUS_MODES:
+            raise ConfigError(
+                f"unknown synchronous mode {synchronous!r}; use one of {SYNCHRONOUS_MODES}"
+            )
         self.path = str(path)
         self._local = threading.local()
         if self.path != ":memory:":
@@ -183,6 +234,12 @@ class SQLiteStore(SQLiteLedger):
         self._conn = conn
         self._lock = threading.RLock()
         self._in_tx = False
+        if not readonly and synchronous != "full":
+            try:
+                self.set_synchronous(synchronous)
+            except BaseException:
+                conn.close()
+                raise
         if readonly:
             if not self._has_table("meta"):
                 raise StoreError(f"{self.path} is not a deltamem bank (no meta table)")
@@ -462,6 +519,7 @@ class SQLiteStore(SQLiteLedger):
                     val = repr(float(val))
                 rows.append((k, str(val)))
         self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
+
 
 def _node_from_record(rec: dict[str, Any]) -> Node:
     emb = np.frombuffer(base64.b64decode(rec["embedding"]), dtype="<f4").astype(np.float32)
