@@ -40,6 +40,7 @@ ENDPOINTS = [
     ("post", "/explain", {"query": GOALS[0]}),
     ("get", "/export", None),
     ("post", "/import", {"records": [{"type": "meta", "schema_version": 1}]}),
+    ("delete", "", None),
 ]
 
 

@@ -44,3 +44,28 @@ def test_unreachable_service_is_a_store_error():
     c = Client("http://127.0.0.1:9", bank="b", api_key="k", timeout=2)
     with pytest.raises(StoreError, match="cannot reach"):
         c.stats()
+
+
+def test_client_lists_and_deletes_banks(service):
+    with running(service.app) as url:
+        one = Client(url, bank="one", api_key=KEY_A)
+        two = Client(url, bank="two", api_key=KEY_A)
+        assert one.list_banks() == {}
+        one.learn(make_episode(GOALS[0], episode_id="e0"))
+        two.learn(make_episode(GOALS[1], episode_id="e1"))
+        assert one.list_banks() == {"one": {"task": 1, "env": 1}, "two": {"task": 1, "env": 1}}
+        assert one.delete_bank() is True
+        assert one.list_banks() == {"two": {"task": 1, "env": 1}}
+        assert one.delete_bank() is False  # no such bank any more
+        with pytest.raises(StoreError, match="404"):
+            one.stats()
+        assert two.delete_bank("two") is True and two.list_banks() == {}
+        with pytest.raises(InvalidInputError, match="422"):
+            one.delete_bank("not a name")
+        other = Client(url, bank="two", api_key="nope")
+        with pytest.raises(Exception, match="401"):
+            other.list_banks()
+        one.learn(make_episode(GOALS[0], episode_id="e0"))  # the client can recreate its bank
+        assert one.stats()["episodes_learned"] == 1
+        for c in (one, two, other):
+            c.close()

@@ -9,6 +9,7 @@ from server_cases import GOALS, episode_body, learn, task_body
 
 from deltamem.core.payload import Payload
 from deltamem.llm.scripted import ScriptedLLM
+from deltamem.testing import make_episode
 
 
 def test_learn_then_recall_stats_tree_explain(service):
@@ -106,6 +107,127 @@ def test_openapi_lists_every_endpoint_with_models(service):
     paths = spec["paths"]
     for name in ("recall", "learn", "stats", "tree", "explain", "export", "import"):
         assert f"/v1/banks/{{bank}}/{name}" in paths
+    assert "get" in paths["/v1/banks"] and "delete" in paths["/v1/banks/{bank}"]
+    assert "404" in paths["/v1/banks/{bank}"]["delete"]["responses"]
     schemas = spec["components"]["schemas"]
-    assert {"LearnRequest", "LearnResponse", "RecallResponse", "StatsResponse"} <= set(schemas)
+    assert {"LearnRequest", "LearnResponse", "RecallResponse", "StatsResponse",
+            "BankListResponse", "BankInfo", "DeleteResponse"} <= set(schemas)
     assert {"HTTPBearer", "APIKeyHeader"} <= set(spec["components"]["securitySchemes"])
+
+
+def test_list_banks_gives_names_and_node_counts(service):
+    assert service.http.get("/v1/banks", headers=service.a()).json() == {"banks": []}
+    learn(service, service.a(), "zeta")
+    for i, g in enumerate(GOALS):
+        learn(service, service.a(), "alpha", g, f"e{i}")
+    banks = service.http.get("/v1/banks", headers=service.a()).json()["banks"]
+    assert [b["name"] for b in banks] == ["alpha", "zeta"]
+    for b in banks:
+        stats = service.http.get(f"/v1/banks/{b['name']}/stats", headers=service.a()).json()
+        assert b["nodes"] == stats["nodes"] and sum(b["nodes"].values()) > 0
+
+
+def _storage_has(service, bank: str) -> bool:
+    loc = service.app.state.service.space.location(service.tenant_a, bank)
+    if "://" not in service.storage:
+        from pathlib import Path
+
+        return any(Path(loc + s).exists() for s in ("", "-wal", "-shm"))
+    from deltamem.store.postgres import list_banks
+
+    return f"{service.tenant_a}/{bank}" in list_banks(service.storage)
+
+
+def test_delete_removes_the_bank_and_its_storage(service):
+    for i, g in enumerate(GOALS):
+        learn(service, service.a(), "gone", g, f"e{i}")
+    learn(service, service.a(), "kept")
+    assert _storage_has(service, "gone")
+    r = service.http.delete("/v1/banks/gone", headers=service.a())
+    assert r.status_code == 200 and r.json() == {"bank": "gone", "deleted": True}
+    assert not _storage_has(service, "gone") and _storage_has(service, "kept")
+    for path in ("/stats", "/tree", "/export"):
+        assert service.http.get(f"/v1/banks/gone{path}", headers=service.a()).status_code == 404
+    r = service.http.post("/v1/banks/gone/recall", headers=service.a(), json={"task": task_body()})
+    assert r.status_code == 200 and r.json()["text"] == ""
+    names = [b["name"] for b in service.http.get("/v1/banks", headers=service.a()).json()["banks"]]
+    assert names == ["kept"]
+    r = service.http.delete("/v1/banks/gone", headers=service.a())
+    assert r.status_code == 404 and "gone" in r.json()["detail"]
+    # learning again creates a new, empty bank (the old episodes are forgotten too)
+    r = learn(service, service.a(), "gone", GOALS[0], "e0")
+    assert [c["kind"] for c in r.json()["changes"]] == ["written", "written"]
+    stats = service.http.get("/v1/banks/gone/stats", headers=service.a()).json()
+    assert stats["episodes_learned"] == 1
+
+
+def test_delete_waits_for_requests_using_the_bank(service):
+    import threading
+
+    from deltamem.server.banks import BankNotFound
+
+    learn(service, service.a(), "busy")
+    banks = service.app.state.service.banks
+    loc = service.app.state.service.space.location(service.tenant_a, "busy")
+    holding, release = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def user() -> None:  # a request in progress: learns while the delete is pending
+        with banks.use(loc, create=False) as mem:
+            holding.set()
+            release.wait(60)
+            outcome["changes"] = mem.learn(make_episode(GOALS[1], episode_id="late"))
+
+    def deleter() -> None:
+        outcome["deleted"] = banks.delete(loc)
+
+    def late_reader() -> None:  # arrives during the delete: waits, then finds no bank
+        try:
+            with banks.use(loc, create=False):
+                outcome["late"] = "opened"
+        except BankNotFound:
+            outcome["late"] = "not found"
+
+    t_user = threading.Thread(target=user)
+    t_user.start()
+    assert holding.wait(60)
+    t_del = threading.Thread(target=deleter)
+    t_del.start()
+    for _ in range(6000):  # until the delete has claimed the bank (no timing assertion)
+        with banks._guard:
+            if loc in banks._deleting:
+                break
+        threading.Event().wait(0.01)
+    assert loc in banks._deleting and "deleted" not in outcome
+    t_late = threading.Thread(target=late_reader)
+    t_late.start()
+    release.set()
+    for t in (t_user, t_del, t_late):
+        t.join(60)
+    assert [c.kind for c in outcome["changes"]][:1] == ["written"]  # finished before the drop
+    assert outcome["deleted"] is True and outcome["late"] == "not found"
+    assert not _storage_has(service, "busy")
+
+
+def test_viewer_lists_its_one_bank_and_refuses_deletes(tmp_path):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from deltamem import DeltaMem
+    from deltamem.embed import HashingEmbedder
+    from deltamem.server.app import create_app
+
+    emb = HashingEmbedder(dim=64)
+    path = str(tmp_path / "v.db")
+    mem = DeltaMem.open(path, embedder=emb, domain="alfworld")
+    mem.learn(make_episode(GOALS[0], episode_id="e0"))
+    mem.close()
+    app = create_app(tmp_path, embedder=emb, keys=None, readonly=True, fixed_bank=path)
+    with TestClient(app) as http:
+        assert http.get("/v1/banks").json() == {
+            "banks": [{"name": "local", "nodes": {"task": 1, "env": 1}}]
+        }
+        assert http.delete("/v1/banks/local").status_code == 403
+    mem = DeltaMem.open(path, embedder=emb)
+    assert mem.stats()["units"] == 2
+    mem.close()

@@ -42,8 +42,8 @@ def test_tenant_a_can_neither_read_nor_write_tenant_bs_bank(service, method, pat
     r = call(service, method, path, body, service.a())
     if path == "/recall":
         assert r.status_code == 200 and r.json()["text"] == ""  # A's own (missing) bank
-    elif path in ("/stats", "/tree", "/export", "/explain"):
-        assert r.status_code == 404
+    elif path in ("/stats", "/tree", "/export", "/explain", ""):  # "": DELETE the bank
+        assert r.status_code == 404 and "shared" in r.json()["detail"]
     elif path == "/learn":
         assert r.status_code == 200
         assert [c["kind"] for c in r.json()["changes"]] == ["written", "written"]  # cold start
@@ -55,6 +55,35 @@ def test_tenant_a_can_neither_read_nor_write_tenant_bs_bank(service, method, pat
     assert after == before
     if service.storage and "://" not in service.storage:
         assert (Path(service.storage) / service.tenant_b / "shared.db").exists()
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"X-API-Key": ""}])
+def test_listing_banks_without_a_valid_key_is_401(service, headers):
+    r = service.http.get("/v1/banks", headers=headers)
+    assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+
+
+def bank_names(svc, headers) -> list[str]:
+    r = svc.http.get("/v1/banks", headers=headers)
+    assert r.status_code == 200, r.text
+    return [b["name"] for b in r.json()["banks"]]
+
+
+def test_tenants_list_only_their_own_banks(service):
+    tenant_b_bank(service)
+    learn(service, service.b(), "b-only", eid="b9")
+    assert service.http.get("/v1/banks", headers=service.a()).json() == {"banks": []}
+    learn(service, service.a(), "a-only")
+    learn(service, service.a(), "shared", eid="a2")
+    assert bank_names(service, service.a()) == ["a-only", "shared"]
+    assert bank_names(service, service.b()) == ["b-only", "shared"]
+    # A deleting its "shared" leaves B's "shared" untouched
+    before = service.http.get("/v1/banks/shared/export", headers=service.b()).text
+    assert service.http.delete("/v1/banks/shared", headers=service.a()).status_code == 200
+    assert service.http.get("/v1/banks/shared/export", headers=service.b()).text == before
+    assert service.http.get("/v1/banks/shared/stats", headers=service.a()).status_code == 404
+    assert bank_names(service, service.b()) == ["b-only", "shared"]
+    assert bank_names(service, service.a()) == ["a-only"]
 
 
 def test_the_tenant_is_part_of_the_storage_key(service):

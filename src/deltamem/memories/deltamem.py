@@ -1,12 +1,14 @@
 """DeltaMem: dual residual trees with failure-penalised retrieval and consolidation (paper §3).
 
-One :class:`DeltaMem` owns a bank (a :class:`~deltamem.store.sqlite.SQLiteStore`)
-holding two trees: the Task-Tree of skills, queried with the task goal, and
-the Env-Tree of knowledge, queried with the scene text (§3.1). The pure tree
-logic is in :mod:`deltamem.core.tree`; this module wires it to an embedder,
-an extractor and the store, and implements the episode-level rules:
+One :class:`DeltaMem` owns a bank (a :class:`~deltamem.store.sqlite.SQLiteStore` or a
+:class:`~deltamem.store.postgres.PostgresStore`) holding two trees: the Task-Tree
+of skills, queried with the task goal, and the Env-Tree of knowledge, queried
+with the scene text (§3.1). The pure tree logic is in :mod:`deltamem.core.tree`;
+this module wires it to an embedder, an extractor and the store, and implements
+the episode-level rules:
 
-* recall (§3.3): Eq. 6 match in each tree, Eq. 7 chain of each accepted
+* recall (§3.3): Eq. 6 match in each tree (in-process, or in the database for
+  a PostgreSQL bank: ``DeltaMemConfig.search``), Eq. 7 chain of each accepted
   match, both chains under the domain's memory header;
 * learn (§3.2, §3.4): per tree, Eq. 4 write decision from the recall's
   match, the extraction role it implies, Eq. 5 attachment; a success hit on
@@ -32,9 +34,16 @@ from deltamem.core.payload import ChainEntry, TreeName, entry_title, render_chai
 from deltamem.core.tree import Match, Node, ResidualTree
 from deltamem.domains import DOMAINS, get_domain
 from deltamem.embed.base import Embedder
-from deltamem.errors import ConfigError, EmbedderMismatchError, ExtractionError, InvalidInputError
+from deltamem.errors import (
+    ConfigError,
+    EmbedderMismatchError,
+    ExtractionError,
+    InvalidInputError,
+    StoreError,
+)
 from deltamem.extract.base import Extractor, role_for
 from deltamem.memory import Memory
+from deltamem.store.base import SearchStore
 from deltamem.store.sqlite import SQLiteStore
 from deltamem.types import Change, Changes, Episode, Recall, RecallItem, Task, new_id
 
@@ -55,9 +64,29 @@ class DeltaMemConfig(BaseModel):
         epsilon: failure penalty ε (Eq. 6).
         d_max: maximum depth D_max (Eq. 5).
         use_task_tree, use_env_tree: ablation switches (paper Table 3).
-        search: ``exact`` scans every node; ``ann`` takes candidates from an
-            approximate index (optional extra ``deltamem[ann]``; see
-            :mod:`deltamem.core.ann`), with the failure penalty and ties still exact.
+        search: where and how Eq. 6 is computed (see :meth:`DeltaMem.match`):
+
+            * ``auto`` (default): in the store when it offers a search of its own
+              (:class:`~deltamem.store.base.SearchStore`: a ``postgresql://`` bank,
+              pgvector), else in-process ``exact`` (every SQLite bank);
+            * ``exact``: in-process, scanning every node, whatever the store;
+            * ``ann``: in-process, candidates from an approximate index (optional extra
+              ``deltamem[ann]``; see :mod:`deltamem.core.ann`), with the failure penalty
+              and ties still exact;
+            * ``store``: in the store, and a :class:`ConfigError` when the store has no
+              search (SQLite).
+
+            ``auto``/``store`` on PostgreSQL give exactly the in-process ``exact``
+            result (same node, score, acceptance, ties) unless the bank URL asks for
+            ``index=hnsw``, which is approximate like ``ann``.
+        synchronous: commit durability of a SQLite bank (see
+            :mod:`deltamem.store.sqlite`). ``full`` (default): every ``learn()``
+            commit is fsynced and survives a power loss. ``normal``: no fsync per
+            commit (WAL); a committed learn survives the process being killed but
+            a power loss or OS crash may undo the last few; the bank never
+            corrupts. A per-open choice, not stored with the bank (a later open
+            without it gets ``full``); a store that cannot honour ``normal``
+            (PostgreSQL) raises :class:`ConfigError`.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -71,7 +100,8 @@ class DeltaMemConfig(BaseModel):
     d_max: int = Field(default=5, ge=1, le=1000)
     use_task_tree: bool = True
     use_env_tree: bool = True
-    search: Literal["exact", "ann"] = "exact"
+    search: Literal["auto", "exact", "ann", "store"] = "auto"
+    synchronous: Literal["full", "normal"] = "full"
 
     @model_validator(mode="after")
     def _check(self) -> DeltaMemConfig:
@@ -169,10 +199,23 @@ class DeltaMem(Memory):
         if config is None and not overrides and "config" in meta:
             config = meta["config"]
         self.config = _make_config(config, **overrides)
+        self._apply_synchronous()
         if embedder is not None:
             self._check_embedder(meta)
-            store.init_meta(embedder.name, embedder.dim, self.config.model_dump())
+            # durability is chosen per open, never inherited from the bank: not stored
+            bank_config = self.config.model_dump(exclude={"synchronous"})
+            store.init_meta(embedder.name, embedder.dim, bank_config)
         self.dim = int(store.meta().get("embedder_dim") or (embedder.dim if embedder else 0))
+        offers_search = isinstance(store, SearchStore)
+        if self.config.search == "store" and not offers_search:
+            raise ConfigError(
+                f"search='store' needs a store with its own search (a postgresql:// bank); "
+                f"{type(store).__name__} has none: use search='auto' or 'exact'"
+            )
+        #: the store's Eq. 6 search when :meth:`match` uses it (``search`` auto/store), else None
+        self.store_search: SearchStore | None = (
+            store if offers_search and self.config.search in ("auto", "store") else None
+        )
         self._version = -1
         self._max_seq = 0
         self.trees: dict[TreeName, ResidualTree] = {}
@@ -220,6 +263,18 @@ class DeltaMem(Memory):
                 "embedder, or build a new bank."
             )
 
+    def _apply_synchronous(self) -> None:
+        """Set the store's commit durability from ``config.synchronous`` (SQLite only)."""
+        mode = self.config.synchronous
+        setter = getattr(self.store, "set_synchronous", None)
+        if setter is not None:
+            setter(mode)
+        elif mode != "full":
+            raise ConfigError(
+                f"synchronous={mode!r} is a SQLite bank option; {type(self.store).__name__} "
+                "has no such setting: use synchronous='full'"
+            )
+
     def _reload(self, *, force: bool = False, touched: Collection[str] | None = None) -> None:
         """Bring both trees up to date with the store, incrementally.
 
@@ -250,7 +305,7 @@ class DeltaMem(Memory):
             dim = self.dim or (len(nodes[0].embedding) if nodes else 1)
             self.trees = {
                 t: ResidualTree(t, dim, (n for n in nodes if n.tree == t),
-                                search=self.config.search)
+                                search="ann" if self.config.search == "ann" else "exact")
                 for t in TREES
             }
             self._max_seq = max((n.seq for n in nodes), default=0)
@@ -288,17 +343,44 @@ class DeltaMem(Memory):
 
     # -- recall (§3.3) ---------------------------------------------------------------
     def match(self, task: Task) -> dict[TreeName, Match]:
-        """Eq. 6 match of each enabled tree for ``task`` (no side effects)."""
+        """Eq. 6 match of each enabled tree for ``task`` (no side effects on the bank).
+
+        Where it is computed follows ``config.search``. In the store
+        (:attr:`store_search`, PostgreSQL): one query per tree over the rows committed
+        at that moment, by any process; the result is the one
+        :meth:`ResidualTree.match` gives on those rows (same node id, same exact score,
+        same acceptance at τ, ε applied to FAILURE nodes, ties: unconsolidated >
+        deeper > newer). In-process: the in-memory trees, first brought up to date
+        with the store. Either way every returned node is in :attr:`trees` on return
+        (a node another process committed after the last reload triggers one), so
+        its chain can be read; a node the store cannot load back is a
+        :class:`~deltamem.errors.StoreError`.
+        """
         self._check_task(task)
         emb = self._need_embedder()
-        self._reload()
         q = self.queries(task)
         trees = [t for t in TREES if self.config.enabled(t)]
         vecs = emb.embed_queries([q[t] for t in trees])
-        return {
-            t: self.trees[t].match(vecs[i], self.config.tau(t), self.config.epsilon)
+        self._reload()
+        cfg = self.config
+        if self.store_search is None:
+            return {
+                t: self.trees[t].match(vecs[i], cfg.tau(t), cfg.epsilon)
+                for i, t in enumerate(trees)
+            }
+        out = {
+            t: self.store_search.match(t, vecs[i], cfg.tau(t), cfg.epsilon)
             for i, t in enumerate(trees)
         }
+        if any(m.node_id and m.node_id not in self.trees[t] for t, m in out.items()):
+            self._reload(force=True)  # committed by another process since the reload above
+            for t, m in out.items():
+                if m.node_id and m.node_id not in self.trees[t]:
+                    raise StoreError(
+                        f"bank {self.store.path}: the store's search returned node "
+                        f"{m.node_id!r} of the {t} tree, which loading the bank does not give"
+                    )
+        return out
 
     def recall(self, task: Task) -> Recall:
         matches = self.match(task)
@@ -332,6 +414,23 @@ class DeltaMem(Memory):
 
     # -- learn (§3.2, §3.4, §3.5) --------------------------------------------------------
     def learn(self, episode: Episode, recall: Recall | None = None) -> Changes:
+        """Write what ``episode`` teaches into each enabled tree; all writes in one transaction.
+
+        The write decision of each tree (Eq. 4, 5) is the match of ``recall`` (made
+        now when ``None``): the retrieval the agent acted on, whichever process or
+        search path (in-store or in-process) produced it. The trees are brought up to
+        date with every node committed so far (forcing a reload when a recalled node
+        is not loaded yet), so a match on a node another process wrote attaches under
+        it. Extraction runs before the transaction; inside it, under the store's write
+        lock (PostgreSQL: the bank's advisory lock), only self-contained writes run:
+        the episode id is claimed (a concurrent learn of the same episode writes
+        nothing), nodes are inserted with their parent and depth (immutable fields of
+        an append-only table), success hits are incremented in the store, and a
+        consolidation commits only if the store's hit count reached K_cons and the
+        node's flag was not set yet (compare-and-set). Two concurrent cold starts on
+        the same new task therefore both write a ROOT, as two sequential learns with
+        the same stale recall would.
+        """
         episode.validate()
         self._check_task(episode.task)
         emb = self._need_embedder()
@@ -340,6 +439,12 @@ class DeltaMem(Memory):
         if recall is None or not all(t in recall.details for t in self._enabled()):
             recall = self.recall(episode.task)
         self._reload()
+        if any(
+            recall.details[t].get("accepted")
+            and recall.details[t].get("node_id") not in self.trees[t]
+            for t in self._enabled()
+        ):
+            self._reload(force=True)  # a recalled node committed after our last reload
         queries = self.queries(episode.task)
         changes: list[Change] = []
         plans: list[Callable[[], None]] = []

@@ -1,4 +1,4 @@
-"""The HTTP service: recall, learn, stats, tree, explain, export and import over FastAPI.
+"""The HTTP service: list, recall, learn, stats, tree, explain, export, import, delete banks.
 
 ``create_app`` builds the ASGI app; ``deltamem serve`` runs it with uvicorn.
 Every ``/v1`` route needs an API key (``Authorization: Bearer <key>`` or
@@ -210,6 +210,30 @@ def _add_routes(app: FastAPI, svc: _Service) -> None:
     def root() -> RedirectResponse:
         return RedirectResponse("/viewer/")
 
+    @app.get("/v1/banks", response_model=m.BankListResponse,
+             responses={401: {"model": m.ErrorResponse}}, summary="The tenant's banks")
+    def list_banks(who: Tenant) -> m.BankListResponse:
+        """Names (sorted) and node counts of the calling tenant's banks; nobody else's."""
+        found = svc.space.list(who)
+        return m.BankListResponse(
+            banks=[m.BankInfo(name=k, nodes=v) for k, v in sorted(found.items())]
+        )
+
+    @app.delete("/v1/banks/{bank}", response_model=m.DeleteResponse,
+                responses={**errors, 403: {"model": m.ErrorResponse}},
+                summary="Delete a bank and everything in it")
+    def delete_bank(bank: BankName, who: Tenant) -> m.DeleteResponse:
+        """Removes the bank's storage (SQLite file / PostgreSQL schema); 404 when absent.
+
+        Requests already using the bank finish first; requests arriving meanwhile wait,
+        then find no bank (see :mod:`deltamem.server.banks` for other processes).
+        """
+        writable()
+        loc = svc.space.location(who, bank)
+        if not svc.banks.delete(loc):
+            raise BankNotFound(f"tenant has no bank named {bank!r}")
+        return m.DeleteResponse(bank=bank)
+
     @app.post("/v1/banks/{bank}/recall", response_model=m.RecallResponse, responses=errors,
               summary="Recall memory for a task (read-only)")
     def recall(bank: BankName, body: m.RecallRequest, who: Tenant) -> m.RecallResponse:
@@ -334,7 +358,8 @@ def _add_routes(app: FastAPI, svc: _Service) -> None:
         svc.banks.forget(loc)  # reopen with the imported configuration
         return m.ImportResponse(nodes=n)
 
-    _ = (recall, learn, stats, tree, explain, export, import_, healthz, root)
+    _ = (list_banks, delete_bank, recall, learn, stats, tree, explain, export, import_, healthz,
+         root)
 
 
 def _node_out(n: Any) -> m.NodeOut:

@@ -4,7 +4,8 @@
     mem = Client("http://memory:8000", bank="bank", api_key=KEY)     # remote, same calls
 
 :meth:`Client.recall` returns a :class:`~deltamem.types.Recall`, :meth:`Client.learn`
-:class:`~deltamem.types.Changes`; the token usage the service reports for the last
+:class:`~deltamem.types.Changes`; :meth:`Client.list_banks` and :meth:`Client.delete_bank`
+manage the tenant's banks; the token usage the service reports for the last
 call is in :attr:`Client.last_usage`. Service errors become the library's errors
 (:class:`~deltamem.errors.InvalidInputError` for 422, ``StoreError`` otherwise), with
 the service's reason.
@@ -25,6 +26,8 @@ from deltamem.memory import Memory
 from deltamem.types import Change, Changes, Episode, Recall, RecallItem, Task, Usage
 
 __all__ = ["Client"]
+
+_RAISE = object()  # sentinel: a missing bank raises
 
 
 class Client(Memory):
@@ -57,13 +60,33 @@ class Client(Memory):
         self.bank = bank
         self.last_usage = Usage()
         self._http = httpx.Client(
-            base_url=f"{self.url}/v1/banks/{bank}",
+            base_url=f"{self.url}/v1",
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=timeout,
             transport=transport,
         )
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        bank: str | None = None,
+        missing: Any = _RAISE,
+    ) -> Any:
+        """``method`` on ``path`` of ``bank`` (default: this client's bank), e.g. ``/recall``.
+
+        ``missing``, when given, is returned instead of raising when the service answers
+        that the tenant has no such bank.
+        """
+        return self._send(method, f"/banks/{bank or self.bank}{path}", body,
+                          where=f"on bank {bank or self.bank!r}", missing=missing)
+
+    def _send(
+        self, method: str, path: str, body: dict[str, Any] | None, *, where: str,
+        missing: Any = _RAISE,
+    ) -> Any:
         import httpx
 
         try:
@@ -73,9 +96,11 @@ class Client(Memory):
         if res.status_code >= 400:
             try:
                 detail = res.json().get("detail")
-            except ValueError:
+            except (ValueError, AttributeError):
                 detail = res.text
-            msg = f"{method} {path} on bank {self.bank!r}: {res.status_code} {detail}"
+            msg = f"{method} {path} {where}: {res.status_code} {detail}"
+            if res.status_code == 404 and missing is not _RAISE and "no bank named" in str(detail):
+                return missing
             if res.status_code == 422:
                 raise InvalidInputError(msg)
             if res.status_code == 409:
@@ -122,6 +147,20 @@ class Client(Memory):
     def export(self) -> str:
         """The bank as JSON lines (what ``deltamem export`` writes)."""
         return self._call("GET", "/export")
+
+    def list_banks(self) -> dict[str, dict[str, int] | None]:
+        """The tenant's banks: name → node count per tree (``None``: unreadable right now)."""
+        data = self._send("GET", "/banks", None, where="on the service")
+        return {b["name"]: b["nodes"] for b in data["banks"]}
+
+    def delete_bank(self, bank: str | None = None) -> bool:
+        """Delete ``bank`` (default: this client's) with everything in it.
+
+        Returns False when the tenant has no bank of that name (the service's 404);
+        any other failure raises. The client stays usable: a later :meth:`learn`
+        creates the bank anew.
+        """
+        return self._call("DELETE", "", bank=bank, missing=False) is not False
 
     def close(self) -> None:
         self._http.close()

@@ -282,6 +282,30 @@ class ImportResponse(BaseModel):
     nodes: int
 
 
+class BankInfo(BaseModel):
+    """One of the tenant's banks: its name and node count per tree.
+
+    ``nodes`` is ``null`` when the bank exists but cannot be read right now
+    (being created or deleted by another process, or damaged).
+    """
+
+    name: str
+    nodes: dict[TreeName, int] | None
+
+
+class BankListResponse(BaseModel):
+    """The calling tenant's banks, by name (never another tenant's)."""
+
+    banks: list[BankInfo]
+
+
+class DeleteResponse(BaseModel):
+    """The bank that was deleted with every node, log and learned-episode record."""
+
+    bank: str
+    deleted: Literal[True] = True
+
+
 class ErrorResponse(BaseModel):
     """Every 4xx/5xx body: ``detail`` says what was wrong."""
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from deltamem.core.tree import Node
+import numpy as np
+
+from deltamem.core.tree import Match, Node
 
 SCHEMA_VERSION = 1
 
@@ -52,3 +54,20 @@ class Store(Protocol):
     def version(self) -> int: ...
     def iter_export(self) -> Iterator[dict[str, Any]]: ...
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class SearchStore(Protocol):
+    """Optional: a store that computes Eq. 6 itself (PostgreSQL + pgvector does; SQLite not).
+
+    ``match(tree, query, tau, epsilon)`` must return exactly what
+    :meth:`deltamem.core.tree.ResidualTree.match` returns on the store's committed
+    nodes of ``tree``: the same node (ties: unconsolidated, then deeper, then newer),
+    the same exact score (``math.fsum`` of the float64 products of the stored float32
+    components, minus ``epsilon`` for FAILURE nodes), accepted iff score ≥ ``tau``.
+    An approximate index may narrow the candidates (the store documents when).
+    :class:`~deltamem.memories.deltamem.DeltaMem` uses it when ``search`` is
+    ``auto`` or ``store``.
+    """
+
+    def match(self, tree: str, query: np.ndarray, tau: float, epsilon: float) -> Match: ...

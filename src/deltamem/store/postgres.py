@@ -55,7 +55,9 @@ from deltamem.errors import ConfigError, StoreError
 from deltamem.store.base import SCHEMA_VERSION
 from deltamem.store.sqlite import _node_from_record
 
-__all__ = ["PgBankURL", "PostgresStore", "drop_bank", "is_postgres_url", "parse_url"]
+__all__ = [
+    "PgBankURL", "PostgresStore", "drop_bank", "is_postgres_url", "list_banks", "parse_url",
+]
 
 IndexMode = Literal["exact", "hnsw"]
 _SCHEMES = ("postgresql://", "postgres://")
@@ -698,18 +700,74 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def drop_bank(url: str, *, bank: str | None = None) -> bool:
-    """Delete a bank (its schema and every row); False if it did not exist."""
+def drop_bank(url: str, *, bank: str | None = None, timeout: float = 30.0) -> bool:
+    """Delete a bank (its schema and every row); False if it did not exist.
+
+    The drop runs in one transaction that first takes the bank's advisory lock,
+    so it waits for a ``learn()`` (or a bank creation) in progress on any
+    connection to commit and never cuts one in half; ``DROP SCHEMA`` then waits
+    (up to ``timeout`` seconds, else :class:`StoreError`) for queries still
+    reading the bank. Afterwards, a connection that still has the bank open gets
+    a :class:`StoreError` (no such table) on its next statement, and opening the
+    URL again creates a new, empty bank.
+    """
+    import psycopg
+
     parsed = parse_url(url, bank=bank)
     schema = schema_name(parsed.bank)
-    conn = _connect(parsed.conninfo, schema, timeout=30.0, readonly=False)
+    conn = _connect(parsed.conninfo, schema, timeout=timeout, readonly=False)
     try:
-        row = conn.execute(
-            "SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (schema,)
-        ).fetchone()
-        if row is None:
-            return False
-        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema),))
+            row = conn.execute(
+                "SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (schema,)
+            ).fetchone()
+            if row is None:
+                return False
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
         return True
+    except psycopg.Error as e:
+        raise StoreError(f"cannot delete bank {parsed.display}: {e}".strip()) from e
+    finally:
+        conn.close()
+
+
+def list_banks(url: str, *, prefix: str = "", timeout: float = 30.0) -> dict[str, dict[str, int]]:
+    """The banks in the database of ``url`` whose key starts with ``prefix``.
+
+    Returns ``{key: {"task": nodes, "env": nodes}}`` in key order. Banks are found
+    by their schema comment and kept only when the schema's name is the one their
+    key maps to; a bank dropped while listing is left out.
+    """
+    import psycopg
+
+    parsed = parse_url(url)
+    conn = _connect(parsed.conninfo, "public", timeout=timeout, readonly=True)
+    out: dict[str, dict[str, int]] = {}
+    try:
+        rows = conn.execute(
+            "SELECT nspname, obj_description(oid, 'pg_namespace') FROM pg_namespace "
+            "WHERE nspname LIKE 'dm\\_%' AND obj_description(oid, 'pg_namespace') "
+            "LIKE 'deltamem bank %'"
+        ).fetchall()
+        found: list[tuple[str, str]] = []
+        for schema, comment in rows:
+            try:
+                key = json.loads(comment[len("deltamem bank "):])
+            except ValueError:
+                continue
+            if isinstance(key, str) and key.startswith(prefix) and schema_name(key) == schema:
+                found.append((key, schema))
+        for key, schema in sorted(found):
+            try:
+                counts = conn.execute(
+                    f'SELECT tree, COUNT(*) FROM "{schema}".nodes GROUP BY tree'
+                ).fetchall()
+            except psycopg.Error:  # dropped (or never finished) since the listing
+                continue
+            out[key] = {"task": 0, "env": 0, **{t: int(c) for t, c in counts}}
+        return out
+    except psycopg.Error as e:
+        raise StoreError(f"cannot list banks at {parsed.display}: {e}".strip()) from e
     finally:
         conn.close()
