@@ -228,6 +228,11 @@ def run(
     option: Annotated[
         list[str] | None, typer.Option("--option", "-o", help="Memory option key=value.")
     ] = None,
+    env_option: Annotated[
+        list[str] | None,
+        typer.Option("--env-option", "-e",
+                     help="Environment option key=value, e.g. difficulty=3 (TextWorld)."),
+    ] = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip report.md.")] = False,
 ) -> None:
     """Run (or resume) a benchmark: recall → play → learn over a task stream."""
@@ -251,6 +256,7 @@ def run(
         max_steps=max_steps,
         repeat_limit=repeat_limit,
         memory_options=parse_options(option) if option else None,
+        env_options=parse_options(env_option) if env_option else None,
     )
     result = run_bench(cfg, progress=None)
     for ph in result.phases:

@@ -147,3 +147,26 @@ def test_public_surface_is_pinned() -> None:
         "INVALID_OBSERVATION", "ReActAgent", "Reply", "clean_action", "match_action",
         "parse_reply",
     ]
+
+
+def test_env_options_merge_and_reach_the_environment(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    toml = tmp_path / "run.toml"
+    toml.write_text('env = "textworld:treasure"\nsplit = "seen"\nllm = "scripted"\n'
+                    '[env_options]\ndifficulty = 2\nmax_steps = 9\n')
+    config = load_config(toml, run_dir=tmp_path / "r", env_options={"difficulty": 3})
+    assert config.env_options == {"difficulty": 3, "max_steps": 9}
+    seen: dict = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_make_env(spec: str, **kwargs):  # type: ignore[no-untyped-def]
+        seen.update(spec=spec, **kwargs)
+        raise Stop
+
+    import deltamem.envs.registry as registry
+
+    monkeypatch.setattr(registry, "make_env", fake_make_env)
+    with pytest.raises(Stop):
+        run(config, progress=False)
+    assert seen == {"spec": "textworld:treasure", "difficulty": 3, "max_steps": 9}

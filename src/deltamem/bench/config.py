@@ -53,6 +53,8 @@ class RunConfig(BaseModel):
     Attributes:
         run_dir: where results, the bank, the LLM cache and logs go.
         env: environment spec for ``deltamem.envs.registry.make_env``.
+        env_options: keyword arguments for the environment's constructor (e.g.
+            ``difficulty`` of a TextWorld game), over the registered defaults.
         split: the evaluated split.
         seed: task-order seed (``env.task_ids(split, seed)``).
         episodes: evaluate the first N tasks of the split (``None``: all).
@@ -86,6 +88,7 @@ class RunConfig(BaseModel):
 
     run_dir: Path
     env: str = Field(min_length=1)
+    env_options: dict[str, Any] = Field(default_factory=dict)
     split: str = Field(min_length=1)
     seed: int = 0
     episodes: int | None = Field(default=None, ge=1)
@@ -145,8 +148,8 @@ def load_config(toml_path: str | Path | None = None, /, **flags: Any) -> RunConf
     """Build a :class:`RunConfig` from a TOML file and keyword flags.
 
     Flags whose value is ``None`` are ignored (unset CLI options), the others
-    override the file. ``memory_options`` and ``llm_options`` given as flags
-    are merged into the file's tables. Raises :class:`ConfigError` on unreadable
+    override the file. ``memory_options``, ``llm_options`` and ``env_options`` given
+    as flags are merged into the file's tables. Raises :class:`ConfigError` on unreadable
     files or invalid values.
     """
     data: dict[str, Any] = {}
@@ -159,7 +162,7 @@ def load_config(toml_path: str | Path | None = None, /, **flags: Any) -> RunConf
     for key, value in flags.items():
         if value is None:
             continue
-        if key in ("memory_options", "llm_options"):
+        if key in ("memory_options", "llm_options", "env_options"):
             data[key] = {**data.get(key, {}), **dict(value)}
         else:
             data[key] = value

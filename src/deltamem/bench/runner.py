@@ -144,7 +144,7 @@ def run(
     if env is None:
         from deltamem.envs.registry import make_env
 
-        env = make_env(config.env)
+        env = make_env(config.env, **config.env_options)
     try:
         if llm is None:
             from deltamem.llm.factory import make_llm
