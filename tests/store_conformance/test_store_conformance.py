@@ -102,6 +102,11 @@ def test_a_malformed_record_imports_nothing(new_bank):
     assert target.load_nodes() == [] and target.meta().get("embedder_name") is None
     with pytest.raises(StoreError, match="unknown type"):
         target.import_records([{"type": "banana"}])
+    with pytest.raises(StoreError, match="record 2 is not an object"):
+        target.import_records([recs[0], ["node"]])
+    with pytest.raises(StoreError, match="schema version 99"):
+        target.import_records([{**recs[0], "schema_version": 99}])
+    assert target.load_nodes() == [] and target.meta().get("embedder_name") is None
     target.close()
     mem.close()
 

@@ -53,7 +53,7 @@ from deltamem.core.payload import Payload
 from deltamem.core.tree import Match, Node
 from deltamem.errors import ConfigError, StoreError
 from deltamem.store.base import SCHEMA_VERSION
-from deltamem.store.sqlite import _node_from_record
+from deltamem.store.records import apply_records, meta_rows
 
 __all__ = [
     "PgBankURL", "PostgresStore", "drop_bank", "is_postgres_url", "list_banks", "parse_url",
@@ -629,33 +629,10 @@ class PostgresStore:
 
     def import_records(self, records: Iterable[dict[str, Any]]) -> int:
         """Load exported records into this (empty) bank in one transaction; returns node count."""
-        n = 0
         with self.transaction():
             if self._exec("SELECT COUNT(*) FROM nodes").fetchone()[0]:
                 raise StoreError(f"import needs an empty bank; {self.path} already has nodes")
-            for i, rec in enumerate(records):
-                kind = rec.get("type") if isinstance(rec, dict) else None
-                try:
-                    if kind == "meta":
-                        self._import_meta(rec)
-                    elif kind == "node":
-                        self.insert_node(_node_from_record(rec), keep_seq=True)
-                        n += 1
-                    elif kind == "rejection":
-                        self.add_rejection(
-                            tree=rec["tree"],
-                            role=rec["role"],
-                            reason=rec["reason"],
-                            raw=rec["raw"],
-                            episode_id=rec["episode_id"],
-                            created_at=rec["created_at"],
-                        )
-                    elif kind == "learned":
-                        self.mark_learned(rec["episode_id"], rec["learned_at"])
-                    else:
-                        raise StoreError(f"record {i + 1}: unknown type {kind!r}")
-                except (KeyError, TypeError, ValueError) as e:
-                    raise StoreError(f"record {i + 1} is malformed: {e!r}") from e
+            n = apply_records(self, records)
             self._exec(
                 "SELECT setval(pg_get_serial_sequence('nodes', 'seq'), "
                 "GREATEST((SELECT max(seq) FROM nodes), 1))"
@@ -665,20 +642,7 @@ class PostgresStore:
         return n
 
     def _import_meta(self, rec: dict[str, Any]) -> None:
-        v = int(rec.get("schema_version", 0))
-        if v > SCHEMA_VERSION:
-            raise StoreError(f"export has schema version {v}; this deltamem reads {SCHEMA_VERSION}")
-        rows = []
-        for k in ("embedder_name", "embedder_dim", "created_at", "config"):
-            if k in rec:
-                val = rec[k]
-                if k == "config":
-                    val = json.dumps(val, sort_keys=True)
-                elif k == "created_at":
-                    val = repr(float(val))
-                elif k == "embedder_dim":
-                    val = int(val)
-                rows.append((k, str(val)))
+        rows = meta_rows(rec)
         self._put_meta(rows)
         if "embedder_dim" in rec:
             self._set_dim(int(rec["embedder_dim"]))

@@ -36,6 +36,7 @@ from deltamem.core.payload import Payload
 from deltamem.core.tree import Node
 from deltamem.errors import ConfigError, StoreError
 from deltamem.store.base import SCHEMA_VERSION
+from deltamem.store.records import apply_records, meta_rows
 
 _MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -476,71 +477,13 @@ class SQLiteStore(SQLiteLedger):
 
     def import_records(self, records: Iterable[dict[str, Any]]) -> int:
         """Load exported records into this (empty) bank in one transaction; returns node count."""
-        n = 0
         with self.transaction():
             if self._conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]:
                 raise StoreError(f"import needs an empty bank; {self.path} already has nodes")
-            for i, rec in enumerate(records):
-                kind = rec.get("type")
-                try:
-                    if kind == "meta":
-                        self._import_meta(rec)
-                    elif kind == "node":
-                        self.insert_node(_node_from_record(rec), keep_seq=True)
-                        n += 1
-                    elif kind == "rejection":
-                        self.add_rejection(
-                            tree=rec["tree"],
-                            role=rec["role"],
-                            reason=rec["reason"],
-                            raw=rec["raw"],
-                            episode_id=rec["episode_id"],
-                            created_at=rec["created_at"],
-                        )
-                    elif kind == "learned":
-                        self.mark_learned(rec["episode_id"], rec["learned_at"])
-                    else:
-                        raise StoreError(f"record {i + 1}: unknown type {kind!r}")
-                except (KeyError, TypeError, ValueError) as e:
-                    raise StoreError(f"record {i + 1} is malformed: {e!r}") from e
-        return n
+            return apply_records(self, records)
 
     def _import_meta(self, rec: dict[str, Any]) -> None:
-        v = int(rec.get("schema_version", 0))
-        if v > SCHEMA_VERSION:
-            raise StoreError(f"export has schema version {v}; this deltamem reads {SCHEMA_VERSION}")
-        rows = []
-        for k in ("embedder_name", "embedder_dim", "created_at", "config"):
-            if k in rec:
-                val = rec[k]
-                if k == "config":
-                    val = json.dumps(val, sort_keys=True)
-                elif k == "created_at":
-                    val = repr(float(val))
-                rows.append((k, str(val)))
-        self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
-
-
-def _node_from_record(rec: dict[str, Any]) -> Node:
-    emb = np.frombuffer(base64.b64decode(rec["embedding"]), dtype="<f4").astype(np.float32)
-    return Node(
-        id=rec["id"],
-        tree=rec["tree"],
-        kind=rec["kind"],
-        label=rec["label"],
-        parent=rec["parent_id"],
-        depth=int(rec["depth"]),
-        trigger=rec["trigger"],
-        embedding=emb,
-        payload=Payload(rec["activation"], rec["procedure"], rec["termination"]),
-        success_hits=int(rec["success_hits"]),
-        consolidated=bool(rec["consolidated"]),
-        seq=int(rec["seq"]),
-        origin=rec["origin"],
-        source=rec["source_id"],
-        episode_id=rec["episode_id"],
-        created_at=float(rec["created_at"]),
-    )
+        self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta_rows(rec))
 
 
 def export_jsonl(store: Any, path: str | Path) -> int:
