@@ -444,38 +444,3 @@ class FlatMemory(Memory):
 
     def close(self) -> None:
         self.store.close()
-
-
-def make_factory(cls: type[FlatMemory]) -> Callable[..., FlatMemory]:
-    """A registry factory for ``cls`` (see :mod:`deltamem.memories`).
-
-    ``extractor`` picks the mode (``"llm"`` → ``llm``, ``"structural"``/``None``
-    → ``deterministic``) unless ``options["mode"]`` is given.
-    """
-
-    def make(
-        *,
-        bank: str | Path | None = None,
-        embedder: Embedder | None = None,
-        llm: LLMClient | None = None,
-        extractor: Any = "structural",
-        domain: str = "generic",
-        options: Mapping[str, Any] | None = None,
-        **_: Any,
-    ) -> FlatMemory:
-        if embedder is None:
-            raise ConfigError(f"{cls.name} needs an embedder")
-        opts = {"domain": domain, **dict(options or {})}
-        mode = opts.pop("mode", None)
-        if mode is None:
-            if extractor == "llm":
-                mode = "llm"
-            elif extractor in (None, "structural"):
-                mode = "deterministic"
-            else:
-                raise ConfigError(f"{cls.name} takes extractor 'structural' or 'llm' (which sets "
-                                  f"its mode), got {extractor!r}")
-        return cls.open(bank or ":memory:", embedder=embedder, llm=llm, mode=mode, **opts)
-
-    make.__doc__ = f"Registry factory of {cls.__name__} (see :mod:`deltamem.memories`)."
-    return make

@@ -36,8 +36,8 @@ from deltamem.memories.baseline import (
     cosine,
     episode_prompt_values,
     load_prompt,
-    make_factory,
 )
+from deltamem.memories.factory import make_factory
 from deltamem.store.items import Item
 from deltamem.types import Change, Episode, Recall, RecallItem, Task
 

@@ -18,7 +18,8 @@ import numpy as np
 from pydantic import Field
 
 from deltamem.extract.llm import render_trajectory, truncate_middle
-from deltamem.memories.baseline import BaselineConfig, FlatMemory, Plan, cosine, make_factory
+from deltamem.memories.baseline import BaselineConfig, FlatMemory, Plan, cosine
+from deltamem.memories.factory import make_factory
 from deltamem.store.items import Item
 from deltamem.types import Change, Episode, Recall, RecallItem, Task
 

@@ -41,7 +41,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from deltamem.errors import ConfigError, ExtractionError, StoreError
-from deltamem.memories.arigraph.base import Session, StepConfig, StepMemory, make_factory
+from deltamem.memories.arigraph.base import Session, StepConfig, StepMemory
 from deltamem.memories.arigraph.extract import (
     LLMOutdatedDetector,
     LLMTripletExtractor,
@@ -59,6 +59,7 @@ from deltamem.memories.arigraph.navigation import (
     spatial_triplet,
 )
 from deltamem.memories.arigraph.triplets import Triplet, unique
+from deltamem.memories.factory import make_factory
 from deltamem.store.items import Item, ItemStore
 from deltamem.types import Change, Episode, Recall, RecallItem
 

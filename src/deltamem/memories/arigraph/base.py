@@ -41,7 +41,7 @@ from deltamem.memory import Memory
 from deltamem.store.items import Item, ItemStore
 from deltamem.types import Change, Changes, Episode, Recall, Step, Task
 
-__all__ = ["Scope", "Session", "StepConfig", "StepMemory", "make_factory"]
+__all__ = ["Scope", "Session", "StepConfig", "StepMemory"]
 
 log = logging.getLogger("deltamem.memory")
 
@@ -323,32 +323,3 @@ class StepMemory(Memory):
 
     def _stats_extra(self, items: list[Item]) -> dict[str, Any]:
         return {}
-
-
-def make_factory(cls: type[StepMemory]) -> Callable[..., StepMemory]:
-    """A registry factory for ``cls`` (see :mod:`deltamem.memories`).
-
-    ``extractor="llm"`` selects mode ``llm``, ``"structural"``/``None``
-    ``deterministic``, unless ``options["mode"]`` is given.
-    """
-
-    def make(*, bank: str | Path | None = None, embedder: Embedder | None = None,
-             llm: LLMClient | None = None, extractor: Any = "structural",
-             domain: str = "generic", options: Mapping[str, Any] | None = None,
-             **_: Any) -> StepMemory:
-        if embedder is None:
-            raise ConfigError(f"{cls.name} needs an embedder")
-        opts = {"domain": domain, **dict(options or {})}
-        mode = opts.pop("mode", None)
-        if mode is None:
-            if extractor == "llm":
-                mode = "llm"
-            elif extractor in (None, "structural"):
-                mode = "deterministic"
-            else:
-                raise ConfigError(f"{cls.name} takes extractor 'structural' or 'llm', "
-                                  f"got {extractor!r}")
-        return cls.open(bank or ":memory:", embedder=embedder, llm=llm, mode=mode, **opts)
-
-    make.__doc__ = f"Registry factory of {cls.__name__} (see :mod:`deltamem.memories`)."
-    return make

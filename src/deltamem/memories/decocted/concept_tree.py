@@ -42,7 +42,7 @@ from pydantic import Field
 
 from deltamem.errors import ConfigError, ExtractionError, InvalidInputError
 from deltamem.extract.structural import abstract_text
-from deltamem.memories.baseline import BaselineConfig, ask_json, make_factory
+from deltamem.memories.baseline import BaselineConfig, ask_json
 from deltamem.memories.decocted.lessons import (
     KIND,
     LessonConfig,
@@ -50,6 +50,7 @@ from deltamem.memories.decocted.lessons import (
     Selection,
     load_prompt,
 )
+from deltamem.memories.factory import make_factory
 from deltamem.store.items import Item
 from deltamem.types import Episode, Task
 

@@ -46,10 +46,10 @@ from deltamem.memories.baseline import (
     Plan,
     ask_json,
     episode_prompt_values,
-    make_factory,
 )
 from deltamem.memories.decocted.kmeans import DEFAULT_ALPHA, consolidate, mix_embeddings
 from deltamem.memories.decocted.quality import DEFAULT_LAMBDA, context_quality
+from deltamem.memories.factory import make_factory
 from deltamem.store.items import Item
 from deltamem.templates import read_template
 from deltamem.types import Change, Episode, Recall, RecallItem, Task
