@@ -22,7 +22,7 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from deltamem.errors import EmbedderMismatchError, StoreError
+from deltamem.store.records import META_KEYS, apply_records, meta_rows
 from deltamem.store.sqlite import SQLiteLedger
 from deltamem.types import new_id
 
@@ -391,46 +392,23 @@ class ItemStore(SQLiteLedger):
         Raises :class:`StoreError` for a non-empty bank, a malformed or unknown
         record, or an export of a newer schema; nothing is written then.
         """
-        n = 0
+        handlers: dict[str, Callable[[Mapping[str, Any]], object]] = {
+            "meta": self._import_meta,
+            "item": lambda r: self.insert(_item_from_record(r), keep_seq=True),
+            "rejection": lambda r: self.add_rejection(
+                episode_id=r["episode_id"], role=r["role"], reason=r["reason"], raw=r["raw"],
+                created_at=r["created_at"],
+            ),
+            "learned": lambda r: self.mark_learned(r["episode_id"], r["learned_at"]),
+        }
         with self.transaction():
             if self.count() or self.learned_count():
                 raise StoreError(f"import needs an empty bank; {self.path} already has content")
-            for i, rec in enumerate(records):
-                kind = rec.get("type")
-                try:
-                    if kind == "meta":
-                        self._import_meta(rec)
-                    elif kind == "item":
-                        self.insert(_item_from_record(rec), keep_seq=True)
-                        n += 1
-                    elif kind == "rejection":
-                        self.add_rejection(
-                            episode_id=rec["episode_id"], role=rec["role"],
-                            reason=rec["reason"], raw=rec["raw"], created_at=rec["created_at"],
-                        )
-                    elif kind == "learned":
-                        self.mark_learned(rec["episode_id"], rec["learned_at"])
-                    else:
-                        raise StoreError(f"record {i + 1}: unknown type {kind!r}")
-                except (KeyError, TypeError, ValueError) as e:
-                    raise StoreError(f"record {i + 1} is malformed: {e!r}") from e
-        return n
+            return apply_records(records, handlers, counted="item")
 
     def _import_meta(self, rec: Mapping[str, Any]) -> None:
-        v = int(rec.get("schema_version", 0))
-        if v > ITEMS_SCHEMA_VERSION:
-            raise StoreError(
-                f"export has item schema version {v}; this deltamem reads {ITEMS_SCHEMA_VERSION}"
-            )
-        rows = []
-        for k in ("system", "embedder_name", "embedder_dim", "created_at", "config"):
-            if k in rec:
-                val = rec[k]
-                if k == "config":
-                    val = json.dumps(val, sort_keys=True)
-                elif k == "created_at":
-                    val = repr(float(val))
-                rows.append((k, str(val)))
+        rows = meta_rows(rec, keys=("system", *META_KEYS), schema_version=ITEMS_SCHEMA_VERSION,
+                         what="item schema")
         self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
 
     def export_jsonl(self, path: str | Path) -> int:

@@ -53,7 +53,7 @@ from deltamem.core.payload import Payload
 from deltamem.core.tree import Match, Node
 from deltamem.errors import ConfigError, StoreError
 from deltamem.store.base import SCHEMA_VERSION
-from deltamem.store.records import apply_records, meta_rows
+from deltamem.store.records import import_tree_records, meta_rows
 
 __all__ = [
     "PgBankURL", "PostgresStore", "drop_bank", "is_postgres_url", "list_banks", "parse_url",
@@ -632,7 +632,7 @@ class PostgresStore:
         with self.transaction():
             if self._exec("SELECT COUNT(*) FROM nodes").fetchone()[0]:
                 raise StoreError(f"import needs an empty bank; {self.path} already has nodes")
-            n = apply_records(self, records)
+            n = import_tree_records(self, records)
             self._exec(
                 "SELECT setval(pg_get_serial_sequence('nodes', 'seq'), "
                 "GREATEST((SELECT max(seq) FROM nodes), 1))"

@@ -10,15 +10,16 @@ An export is a stream of JSON objects, each with a ``type``:
 :class:`~deltamem.store.sqlite.SQLiteStore` and :class:`~deltamem.store.postgres.PostgresStore`
 write the same records field for field, so a bank moves between backends by export and import.
 This module holds the parts both read the same way: decoding a node, checking and encoding the
-meta rows, and applying a record stream to a store (:func:`apply_records`).
+meta rows, and applying a record stream to a store (:func:`apply_records`); the baseline
+item store (:mod:`deltamem.store.items`) reads its own records with the same two functions.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -31,20 +32,7 @@ from deltamem.store.base import SCHEMA_VERSION
 META_KEYS = ("embedder_name", "embedder_dim", "created_at", "config")
 
 
-class RecordSink(Protocol):
-    """What :func:`apply_records` needs of a store (both tree stores have it)."""
-
-    def _import_meta(self, rec: dict[str, Any]) -> None: ...
-
-    def insert_node(self, node: Node, *, keep_seq: bool = False) -> Node: ...
-
-    def add_rejection(self, *, tree: str, role: str, reason: str, raw: str,
-                      episode_id: str, created_at: float | None = None) -> None: ...
-
-    def mark_learned(self, episode_id: str, learned_at: float | None = None) -> bool: ...
-
-
-def node_from_record(rec: dict[str, Any]) -> Node:
+def node_from_record(rec: Mapping[str, Any]) -> Node:
     """The :class:`Node` of a ``node`` record (KeyError/TypeError/ValueError when malformed)."""
     emb = np.frombuffer(base64.b64decode(rec["embedding"]), dtype="<f4").astype(np.float32)
     return Node(
@@ -67,16 +55,23 @@ def node_from_record(rec: dict[str, Any]) -> Node:
     )
 
 
-def meta_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
+def meta_rows(
+    rec: Mapping[str, Any],
+    *,
+    keys: Sequence[str] = META_KEYS,
+    schema_version: int = SCHEMA_VERSION,
+    what: str = "schema",
+) -> list[tuple[str, str]]:
     """The (key, text) meta rows a ``meta`` record restores, in the stores' text encoding.
 
-    Raises :class:`StoreError` for an export written by a newer schema than this library reads.
+    Raises :class:`StoreError` for an export written by a newer schema than the reader's
+    ``schema_version`` (``what`` names the schema in the message).
     """
     v = int(rec.get("schema_version", 0))
-    if v > SCHEMA_VERSION:
-        raise StoreError(f"export has schema version {v}; this deltamem reads {SCHEMA_VERSION}")
+    if v > schema_version:
+        raise StoreError(f"export has {what} version {v}; this deltamem reads {schema_version}")
     rows = []
-    for k in META_KEYS:
+    for k in keys:
         if k not in rec:
             continue
         val = rec[k]
@@ -90,37 +85,46 @@ def meta_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def apply_records(store: RecordSink, records: Iterable[Any]) -> int:
-    """Apply an export's records to ``store``, in order; returns the number of nodes inserted.
+def apply_records(
+    records: Iterable[Any], handlers: Mapping[str, Callable[[Mapping[str, Any]], object]],
+    *, counted: str,
+) -> int:
+    """Apply an export's records in order, each by the handler of its ``type``.
 
-    The caller holds the transaction (an import is all or nothing) and has checked that the
-    bank is empty. A record that is not an object, has an unknown ``type`` or misses a field
-    raises :class:`StoreError` naming the record's 1-based position.
+    Returns how many records of type ``counted`` were applied. The caller holds the
+    transaction (an import is all or nothing) and has checked that the bank is empty. A record
+    that is not an object, has a type without a handler, or misses a field (a handler raising
+    KeyError, TypeError or ValueError) raises :class:`StoreError` naming its 1-based position.
     """
     n = 0
     for i, rec in enumerate(records):
-        kind = rec.get("type") if isinstance(rec, dict) else None
+        if not isinstance(rec, Mapping):
+            raise StoreError(f"record {i + 1} is not an object: {type(rec).__name__}")
+        kind = rec.get("type")
+        handler = handlers.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            raise StoreError(f"record {i + 1}: unknown type {kind!r}")
         try:
-            if kind == "meta":
-                store._import_meta(rec)
-            elif kind == "node":
-                store.insert_node(node_from_record(rec), keep_seq=True)
-                n += 1
-            elif kind == "rejection":
-                store.add_rejection(
-                    tree=rec["tree"],
-                    role=rec["role"],
-                    reason=rec["reason"],
-                    raw=rec["raw"],
-                    episode_id=rec["episode_id"],
-                    created_at=rec["created_at"],
-                )
-            elif kind == "learned":
-                store.mark_learned(rec["episode_id"], rec["learned_at"])
-            elif isinstance(rec, dict):
-                raise StoreError(f"record {i + 1}: unknown type {kind!r}")
-            else:
-                raise StoreError(f"record {i + 1} is not an object: {type(rec).__name__}")
+            handler(rec)
         except (KeyError, TypeError, ValueError) as e:
             raise StoreError(f"record {i + 1} is malformed: {e!r}") from e
+        n += kind == counted
     return n
+
+
+def import_tree_records(store: Any, records: Iterable[Any]) -> int:
+    """Apply a node bank's export to a tree store (SQLite or PostgreSQL); returns nodes added.
+
+    ``store`` has ``_import_meta(rec)``, ``insert_node``, ``add_rejection`` and
+    ``mark_learned``, as both tree stores do.
+    """
+    handlers: dict[str, Callable[[Mapping[str, Any]], object]] = {
+        "meta": store._import_meta,
+        "node": lambda r: store.insert_node(node_from_record(r), keep_seq=True),
+        "rejection": lambda r: store.add_rejection(
+            tree=r["tree"], role=r["role"], reason=r["reason"], raw=r["raw"],
+            episode_id=r["episode_id"], created_at=r["created_at"],
+        ),
+        "learned": lambda r: store.mark_learned(r["episode_id"], r["learned_at"]),
+    }
+    return apply_records(records, handlers, counted="node")

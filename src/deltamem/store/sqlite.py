@@ -36,7 +36,7 @@ from deltamem.core.payload import Payload
 from deltamem.core.tree import Node
 from deltamem.errors import ConfigError, StoreError
 from deltamem.store.base import SCHEMA_VERSION
-from deltamem.store.records import apply_records, meta_rows
+from deltamem.store.records import import_tree_records, meta_rows
 
 _MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -480,7 +480,7 @@ class SQLiteStore(SQLiteLedger):
         with self.transaction():
             if self._conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]:
                 raise StoreError(f"import needs an empty bank; {self.path} already has nodes")
-            return apply_records(self, records)
+            return import_tree_records(self, records)
 
     def _import_meta(self, rec: dict[str, Any]) -> None:
         self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta_rows(rec))
