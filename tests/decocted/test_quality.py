@@ -118,3 +118,17 @@ def test_correlation_report_needs_logged_quality(tmp_path):
     _write_run(tmp_path / "none", [("a", 0.0, None)])
     with pytest.raises(InvalidInputError, match=r"recall\.details\.quality"):
         correlation_report(tmp_path / "run", tmp_path / "none")
+
+
+def test_undefined_correlation_says_why(tmp_path):
+    # the memory changed no task's reward: Δavg = 0 everywhere, r undefined, and the report says so
+    _write_run(tmp_path / "run", [("a", 0.0, _q(0.9, -0.5)), ("b", 0.0, _q(0.5, -0.9))])
+    _write_run(tmp_path / "none", [("a", 0.0, None), ("b", 0.0, None)])
+    rep = correlation_report(tmp_path / "run", tmp_path / "none")
+    assert rep.r is None
+    assert "every task" in (rep.undefined_reason() or "")
+    assert "r is undefined: Δavg is +0 on every task" in rep.markdown()
+    assert rep.to_dict()["undefined_reason"] == rep.undefined_reason()
+    # a defined r has no reason
+    _write_run(tmp_path / "run2", [("a", 1.0, _q(0.9, -0.5)), ("b", 0.0, _q(0.5, -0.9))])
+    assert correlation_report(tmp_path / "run2", tmp_path / "none").undefined_reason() is None

@@ -167,9 +167,22 @@ class CorrelationReport:
             "lambda": self.lam,
             "r": self.r,
             "r_by_lambda": [[lam, r] for lam, r in self.r_by_lambda],
+            "undefined_reason": self.undefined_reason(),
             "skipped_no_quality": self.skipped_no_quality,
             "points": [p.__dict__ for p in self.points],
         }
+
+    def undefined_reason(self) -> str | None:
+        """Why :attr:`r` is undefined (``None`` when it is defined)."""
+        if self.r is not None:
+            return None
+        if len(self.points) < 2:
+            return f"{len(self.points)} task(s) with both runs and a logged quality; r needs 2"
+        deltas = {p.delta for p in self.points}
+        if len(deltas) == 1:
+            return (f"Δavg is {next(iter(deltas)):+g} on every task (the memory changed no "
+                    "task's reward), so it does not vary")
+        return "Q is the same on every task"
 
     def markdown(self) -> str:
         """The report as a small Markdown section."""
@@ -183,6 +196,9 @@ class CorrelationReport:
             "| λ | r |", "|---|---|",
             *(f"| {lam:g} | {fmt(r)} |" for lam, r in self.r_by_lambda),
         ]
+        why = self.undefined_reason()
+        if why:
+            lines += ["", f"r is undefined: {why}."]
         if self.skipped_no_quality:
             lines += ["", f"{self.skipped_no_quality} episodes had no logged quality "
                           "(empty recall) and were left out."]
