@@ -112,6 +112,8 @@ def test_table5_reads_float_and_per_kind_averages(make_run: MakeRun, tmp_path: P
 def test_token_rows_rejects_a_malformed_average() -> None:
     assert token_rows("x", None) == [("x", "", None, None)]
     assert token_rows("x", {"units": 2, "avg_tokens": 3}) == [("x", "", 2, 3.0)]
+    # an empty bank reports 0.0; Table 5 shows no average for it
+    assert token_rows("x", {"units": 0, "avg_tokens": 0.0}) == [("x", "", 0, None)]
     with pytest.raises(InvalidInputError, match="avg_tokens"):
         token_rows("x", {"avg_tokens": "many"})
 

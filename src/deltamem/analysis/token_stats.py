@@ -46,7 +46,8 @@ def token_rows(memory: str, stats: Mapping[str, Any] | None) -> list[TokenRow]:
             rows.append((f"{memory} ({str(kind).title()})", str(kind), count, mean))
         return rows
     if isinstance(avg, int | float) and not isinstance(avg, bool):
-        return [(memory, "", units, float(avg))]
+        # a bank with no unit reports 0.0; there is no average to show
+        return [(memory, "", units, None if units == 0 else float(avg))]
     if avg is None:
         return [(memory, "", units, None)]
     raise InvalidInputError(f"{memory}: avg_tokens must be a number or a mapping, got {avg!r}")
