@@ -11,12 +11,13 @@ from typer.testing import CliRunner
 
 from deltamem.agents.ariadne import AriadneAgent, Plan, goto_options, needs_exploration
 from deltamem.embed import HashingEmbedder
+from deltamem.errors import ConfigError
 from deltamem.llm.scripted import ScriptedLLM
 from deltamem.memories import make_memory
 from deltamem.memories.arigraph.arigraph import AriGraphMemory, load_graphs
 from deltamem.memories.arigraph.triplets import Triplet as T
 from deltamem.testing import check_memory
-from deltamem.types import Step
+from deltamem.types import Recall, Step
 
 SYSTEMS = ["arigraph", "fullhistory", "summary", "rag", "reflexion", "simulacra"]
 
@@ -167,3 +168,24 @@ def test_graph_show_cli(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert res.exit_code == 0, res.output
     assert "map-0" in res.output and "replaced" in res.output and "take knife" in res.output
     assert (tmp_path / "g.graphml").is_file()
+
+
+@pytest.mark.parametrize("limit", [None, 1])
+def test_ariadne_repeat_limit_leaves_out_a_worn_out_action(limit: int | None) -> None:
+    # the model shuttles east/west; with repeat_limit=1, "go west" was already taken once from
+    # the east room, so on the second visit it is not offered and the next answer is used
+    env = MapEnv(max_steps=4)
+    llm = ScriptedLLM(responder=Responder(["go east", "go west"] * 4))
+    task = env.reset("map-0")
+    agent = AriadneAgent(llm, max_steps=4, repeat_limit=limit)
+    ep = agent.play(env, task, make_memory("fullhistory", embedder=HashingEmbedder()).recall(task))
+    expected = (["go east", "go west"] * 2 if limit is None
+                else ["go east", "go west", "go east", "go east"])
+    assert env.actions == expected and all(s.valid for s in ep.steps)
+
+
+def test_ariadne_repeat_limit_must_be_positive() -> None:
+    env = MapEnv()
+    task = env.reset("map-0")
+    with pytest.raises(ConfigError, match="repeat_limit"):
+        AriadneAgent(ScriptedLLM(), repeat_limit=0).play(env, task, Recall())

@@ -57,7 +57,7 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any, Literal
 
 from deltamem.agents.parsing import match_action
-from deltamem.agents.react import INVALID_OBSERVATION
+from deltamem.agents.react import INVALID_OBSERVATION, without_loops
 from deltamem.envs.base import Environment, Transition
 from deltamem.errors import ConfigError, ExtractionError
 from deltamem.llm.base import LLMClient
@@ -192,6 +192,9 @@ class AriadneAgent:
         max_listed_actions: options beyond this many are not put in the schema enum.
         max_tokens: completion budget of planner and decision calls.
         temperature: sampling temperature.
+        repeat_limit: leave out of the decision an action already taken this many times
+            from the current observation, as :class:`~deltamem.agents.react.ReActAgent`
+            does (``None``: off).
     """
 
     llm: LLMClient
@@ -205,10 +208,15 @@ class AriadneAgent:
     max_listed_actions: int = 80
     max_tokens: int = 500
     temperature: float = 0.0
+    repeat_limit: int | None = None
 
     def play(self, env: Environment, task: Task, recall: Recall,
              memory: Memory | None = None) -> Episode:
         """Play ``task`` (already reset in ``env``); see the module docstring."""
+        if self.repeat_limit is not None and (
+                not isinstance(self.repeat_limit, int) or self.repeat_limit < 1):
+            raise ConfigError(
+                f"repeat_limit must be an int >= 1 or None, got {self.repeat_limit!r}")
         cap = self.max_steps if self.max_steps is not None else env.max_steps(task)
         if not isinstance(cap, int) or cap < 1:
             raise ConfigError(f"step cap must be a positive integer, got {cap!r}")
@@ -260,8 +268,9 @@ class AriadneAgent:
         while len(steps) < cap:
             self._plan(wm, memory)
             admissible = tuple(env.admissible_actions())
+            options = without_loops(admissible, task.observation, steps, self.repeat_limit)
             routes = goto_options(wm.recall.details) if self.navigation else {}
-            reason, choice = self._decide(wm, admissible, routes)
+            reason, choice = self._decide(wm, options, routes)
             moves = routes.get(choice) if choice is not None else None
             if choice is None:
                 steps.append(Step(action=wm.last_answer, observation=INVALID_OBSERVATION,

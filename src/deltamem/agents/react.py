@@ -42,6 +42,7 @@ Contract of :meth:`ReActAgent.play`:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
 
 from deltamem.agents.parsing import has_placeholder, match_action, parse_reply
@@ -51,10 +52,27 @@ from deltamem.errors import ConfigError, LLMError
 from deltamem.llm.base import LLMClient
 from deltamem.types import Episode, Recall, Step, Task
 
-__all__ = ["INVALID_OBSERVATION", "ReActAgent"]
+__all__ = ["INVALID_OBSERVATION", "ReActAgent", "without_loops"]
 
 INVALID_OBSERVATION = "Nothing happens. That action is not available now; choose another one."
 """Observation recorded (and shown to the model) for an action that was not admissible."""
+
+
+def without_loops(admissible: tuple[str, ...], first_observation: str, steps: Sequence[Step],
+                  limit: int | None) -> tuple[str, ...]:
+    """``admissible`` minus each action already taken ``limit`` times from an observation
+    equal to the current one (the module's *Repeat limit*); all of ``admissible`` when
+    nothing would remain or ``limit`` is ``None``. Shared by the ReAct and Ariadne agents."""
+    if limit is None or not steps:
+        return admissible
+    observations = [first_observation, *(s.observation for s in steps)]
+    now = observations[-1]
+    taken: dict[str, int] = {}
+    for before, step in zip(observations, steps, strict=False):
+        if before == now:
+            taken[step.action] = taken.get(step.action, 0) + 1
+    kept = tuple(a for a in admissible if taken.get(a, 0) < limit)
+    return kept or admissible
 
 
 @dataclass
@@ -146,17 +164,7 @@ class ReActAgent:
         self, admissible: tuple[str, ...], task: Task, steps: list[Step]
     ) -> tuple[str, ...]:
         """``admissible`` minus the actions worn out from this observation (*Repeat limit*)."""
-        k = self.repeat_limit
-        if k is None or not steps:
-            return admissible
-        observations = [task.observation, *(s.observation for s in steps)]
-        now = observations[-1]
-        taken: dict[str, int] = {}
-        for before, step in zip(observations, steps, strict=False):
-            if before == now:
-                taken[step.action] = taken.get(step.action, 0) + 1
-        kept = tuple(a for a in admissible if taken.get(a, 0) < k)
-        return kept or admissible
+        return without_loops(admissible, task.observation, steps, self.repeat_limit)
 
     def _choose(
         self, messages: list, admissible: tuple[str, ...], env: Environment

@@ -292,7 +292,8 @@ class _Session:
             from deltamem.agents.ariadne import AriadneAgent
 
             episode = AriadneAgent(self.llm, domain=self.domain,
-                                   max_steps=self.config.max_steps).play(
+                                   max_steps=self.config.max_steps,
+                                   repeat_limit=self.config.repeat_limit).play(
                 self.env, task, recall, memory=memory)
         else:
             episode = self.agent.play(self.env, task, recall)
