@@ -30,6 +30,20 @@ def test_runner_plays_arigraph_with_ariadne(tmp_path) -> None:  # type: ignore[n
     assert recs[0]["bank"]["graphs"] == 1 and recs[1]["bank"]["graphs"] == 2
 
 
+def test_runner_passes_repeat_limit_to_ariadne(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # the model shuttles east/west; the run's repeat_limit reaches the Ariadne agent
+    def played(limit: int | None, name: str) -> list[str]:
+        cfg = load_config(run_dir=tmp_path / name, env="map", split="seen", memory="fullhistory",
+                          llm="scripted", episodes=1, max_steps=4, repeat_limit=limit)
+        env = MapEnv()
+        llm = ScriptedLLM(responder=Responder(["go east", "go west"] * 4))
+        run(cfg, env=env, llm=llm, embedder=HashingEmbedder(), progress=False)
+        return env.actions
+
+    assert played(None, "off") == ["go east", "go west"] * 2
+    assert played(1, "on") == ["go east", "go west", "go east", "go east"]
+
+
 @pytest.mark.parametrize("level", sorted(LEVELS))
 def test_cleaning_design_is_deterministic_and_consistent(level: int) -> None:
     a, b = design(level, 2_000_003), design(level, 2_000_003)
