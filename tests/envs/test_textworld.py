@@ -9,6 +9,7 @@ from deltamem.envs.textworld_games import (
     SPLIT_SEED_BASE,
     GameSpec,
     TextWorldEnv,
+    _step_text,
     _strip_banner,
 )
 from deltamem.errors import ConfigError
@@ -133,3 +134,14 @@ def test_idling_loses_and_invalid_commands_are_flagged(cache):
     t = env.step("look")
     assert t.done and not t.success and 0.0 <= t.score < 1.0
     env.close()
+
+
+def test_step_text_drops_the_prompt_and_status_bar() -> None:
+    # TextWorld ends each step's output with the prompt and a status bar whose move counter
+    # changes every step; left in, no two observations are equal (and the model reads noise)
+    raw = "You drop the plate on the ground.\n\n\n>" + " " * 40 + "-= Dining Room =-0/4"
+    assert _step_text(raw) == "You drop the plate on the ground."
+    assert _step_text("You are in a hall.\n>  -= Hall =- -1/12  ") == "You are in a hall."
+    quoted = "A list:\n> not a prompt line\nEnd."
+    assert _step_text(quoted + "\n>") == quoted
+    assert _step_text("Nothing to strip.") == "Nothing to strip."

@@ -49,6 +49,7 @@ from deltamem.envs.textworld_games import (
     SPLIT_SEED_BASE,
     SPLIT_SIZE,
     _split_of,
+    _step_text,
     _strip_banner,
     _textworld,
     default_cache_dir,
@@ -327,7 +328,7 @@ class CleaningEnv(Environment):
         won = bool(info["won"])
         self._done = bool(done) or won or bool(info["lost"]) or self._steps >= self.max_steps_cap
         points = float(score) - len(self._penalised)
-        return Transition(observation=str(obs).strip(),
+        return Transition(observation=_step_text(obs),
                           score=min(max(points / self._max_score, 0.0), 1.0),
                           done=self._done, success=won, valid=valid)
 

@@ -162,6 +162,16 @@ def _strip_banner(text: str) -> str:
     return "\n".join(lines[i:]).strip()
 
 
+#: the interpreter's prompt line that ends a step's output: ">" and, padded with spaces, the
+#: status bar "-= Room =-SCORE/MOVES" (the move counter makes every observation unique)
+_PROMPT_LINE = re.compile(r"\n*^>[ \t]*(?:-=.*=-[ \t]*-?\d+/\d+)?[ \t]*\Z", re.MULTILINE)
+
+
+def _step_text(text: object) -> str:
+    """A step's feedback without the trailing prompt and status bar (see :data:`_PROMPT_LINE`)."""
+    return _PROMPT_LINE.sub("", str(text).rstrip()).strip()
+
+
 def _norm(action: str) -> str:
     return " ".join(action.split()).casefold()
 
@@ -313,7 +323,7 @@ class TextWorldEnv(Environment):
         won = bool(info["won"])
         self._done = bool(done) or won or bool(info["lost"]) or self._steps >= self.max_steps_cap
         norm = min(max(float(score) / self._max_score, 0.0), 1.0)
-        return Transition(observation=str(obs).strip(), score=norm, done=self._done,
+        return Transition(observation=_step_text(obs), score=norm, done=self._done,
                           success=won, valid=valid)
 
     def max_steps(self, task: Task) -> int:
