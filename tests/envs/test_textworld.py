@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from deltamem.envs.base import Environment
@@ -109,10 +111,13 @@ def test_walkthrough_wins(cache, game):
     assert task.domain == "textworld" and task.id == GAMES[game]
     assert task.goal and task.scene.startswith("-=")
     assert "$$" not in task.observation
+    status = re.compile(r"(^>|=-\s*-?\d+/\d+)\s*\Z", re.MULTILINE)  # prompt / status bar
+    assert not status.search(task.observation)
     assert env.admissible_actions()
     t = None
     for action in env.walkthrough():
         t = env.step(action)
+        assert not status.search(t.observation)
         assert 0.0 <= t.score <= 1.0
         if t.done:
             break

@@ -295,7 +295,7 @@ class CleaningEnv(Environment):
         self._steps = 0
         self._task = Task(id=task_id, goal=OBJECTIVE, scene=str(info["description"]).strip(),
                           domain=self.domain, split=_split_of(seed),
-                          observation=_opening(_strip_banner(obs)),
+                          observation=_opening(_step_text(_strip_banner(obs))),
                           max_steps=self.max_steps_cap,
                           meta={"task_type": "cleaning", "difficulty": level, "seed": seed})
         return self._task

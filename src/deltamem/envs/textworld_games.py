@@ -294,7 +294,7 @@ class TextWorldEnv(Environment):
             scene=str(info["description"]).strip(),
             domain=self.domain,
             split=spec.split,
-            observation=_strip_banner(obs),
+            observation=_step_text(_strip_banner(obs)),
             max_steps=self.max_steps_cap,
             meta={"task_type": self.game, "challenge": CHALLENGES[self.game],
                   "difficulty": spec.difficulty, "seed": spec.seed},
