@@ -49,11 +49,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from deltamem.core.payload import Payload
 from deltamem.core.tree import Match, Node
 from deltamem.errors import ConfigError, StoreError
 from deltamem.store.base import SCHEMA_VERSION
-from deltamem.store.records import import_tree_records, meta_rows
+from deltamem.store.records import import_tree_records, meta_rows, node_from_columns
 
 __all__ = [
     "PgBankURL", "PostgresStore", "drop_bank", "is_postgres_url", "list_banks", "parse_url",
@@ -405,24 +404,7 @@ class PostgresStore:
     @staticmethod
     def _row_to_node(r: Sequence[Any]) -> Node:
         d = dict(zip(_NODE_KEYS, r, strict=True))
-        return Node(
-            id=d["id"],
-            tree=d["tree"],
-            kind=d["kind"],
-            label=d["label"],
-            parent=d["parent_id"],
-            depth=d["depth"],
-            trigger=d["trigger"],
-            embedding=np.asarray(d["embedding"], dtype=np.float32),
-            payload=Payload(d["activation"], d["procedure"], d["termination"]),
-            success_hits=d["success_hits"],
-            consolidated=bool(d["consolidated"]),
-            seq=d["seq"],
-            origin=d["origin"],
-            source=d["source_id"],
-            episode_id=d["episode_id"],
-            created_at=d["created_at"],
-        )
+        return node_from_columns(d, np.asarray(d["embedding"], dtype=np.float32))
 
     def load_nodes(self, after_seq: int = 0) -> list[Node]:
         """Nodes with ``seq > after_seq``, in ``seq`` order (append-only: parents first)."""

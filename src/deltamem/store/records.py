@@ -32,27 +32,33 @@ from deltamem.store.base import SCHEMA_VERSION
 META_KEYS = ("embedder_name", "embedder_dim", "created_at", "config")
 
 
+def node_from_columns(cols: Any, embedding: np.ndarray) -> Node:
+    """The :class:`Node` of a row of the ``nodes`` columns (any object indexable by column
+    name: an export record, a ``sqlite3.Row``, a dict) and its decoded embedding."""
+    return Node(
+        id=cols["id"],
+        tree=cols["tree"],
+        kind=cols["kind"],
+        label=cols["label"],
+        parent=cols["parent_id"],
+        depth=int(cols["depth"]),
+        trigger=cols["trigger"],
+        embedding=embedding,
+        payload=Payload(cols["activation"], cols["procedure"], cols["termination"]),
+        success_hits=int(cols["success_hits"]),
+        consolidated=bool(cols["consolidated"]),
+        seq=int(cols["seq"]),
+        origin=cols["origin"],
+        source=cols["source_id"],
+        episode_id=cols["episode_id"],
+        created_at=float(cols["created_at"]),
+    )
+
+
 def node_from_record(rec: Mapping[str, Any]) -> Node:
     """The :class:`Node` of a ``node`` record (KeyError/TypeError/ValueError when malformed)."""
     emb = np.frombuffer(base64.b64decode(rec["embedding"]), dtype="<f4").astype(np.float32)
-    return Node(
-        id=rec["id"],
-        tree=rec["tree"],
-        kind=rec["kind"],
-        label=rec["label"],
-        parent=rec["parent_id"],
-        depth=int(rec["depth"]),
-        trigger=rec["trigger"],
-        embedding=emb,
-        payload=Payload(rec["activation"], rec["procedure"], rec["termination"]),
-        success_hits=int(rec["success_hits"]),
-        consolidated=bool(rec["consolidated"]),
-        seq=int(rec["seq"]),
-        origin=rec["origin"],
-        source=rec["source_id"],
-        episode_id=rec["episode_id"],
-        created_at=float(rec["created_at"]),
-    )
+    return node_from_columns(rec, emb)
 
 
 def meta_rows(

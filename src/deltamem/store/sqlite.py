@@ -32,11 +32,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from deltamem.core.payload import Payload
 from deltamem.core.tree import Node
 from deltamem.errors import ConfigError, StoreError
 from deltamem.store.base import SCHEMA_VERSION
-from deltamem.store.records import import_tree_records, meta_rows
+from deltamem.store.records import import_tree_records, meta_rows, node_from_columns
 
 _MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -334,25 +333,7 @@ class SQLiteStore(SQLiteLedger):
 
     # -- nodes ---------------------------------------------------------------
     def _row_to_node(self, r: sqlite3.Row) -> Node:
-        emb = np.frombuffer(r["embedding"], dtype="<f4").astype(np.float32)
-        return Node(
-            id=r["id"],
-            tree=r["tree"],
-            kind=r["kind"],
-            label=r["label"],
-            parent=r["parent_id"],
-            depth=r["depth"],
-            trigger=r["trigger"],
-            embedding=emb,
-            payload=Payload(r["activation"], r["procedure"], r["termination"]),
-            success_hits=r["success_hits"],
-            consolidated=bool(r["consolidated"]),
-            seq=r["seq"],
-            origin=r["origin"],
-            source=r["source_id"],
-            episode_id=r["episode_id"],
-            created_at=r["created_at"],
-        )
+        return node_from_columns(r, np.frombuffer(r["embedding"], dtype="<f4").astype(np.float32))
 
     def load_nodes(self, after_seq: int = 0) -> list[Node]:
         """Nodes with ``seq > after_seq``, in ``seq`` order (append-only: parents first)."""
