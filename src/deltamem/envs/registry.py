@@ -10,6 +10,7 @@ arguments, so importing deltamem never imports an environment package::
     webshop               WebShopEnv()                            (a running WebShop server)
     household             HouseholdEnv()                          (built in, no package)
     alfworld              ALFWorldEnv()                           (alfworld + its data)
+    babyai                BabyAIEnv()                             (minigrid)
 
 >>> "webshop" in list_envs()
 True
@@ -122,3 +123,4 @@ register("textworld:cleaning", "deltamem.envs.textworld_cleaning:CleaningEnv")
 register("webshop", "deltamem.envs.webshop:WebShopEnv")
 register("household", "deltamem.envs.household.env:HouseholdEnv")
 register("alfworld", "deltamem.envs.alfworld:ALFWorldEnv")
+register("babyai", "deltamem.envs.babyai:BabyAIEnv")
