@@ -12,9 +12,12 @@ A new memory system is "in" when :func:`deltamem.testing.check_memory` passes on
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltamem.types import Changes, Episode, Recall, Step, Task
+
+if TYPE_CHECKING:
+    from deltamem.integrations.recorder import EpisodeRecorder
 
 
 class Memory(ABC):
@@ -58,6 +61,18 @@ class Memory(ABC):
 
     def close(self) -> None:  # noqa: B027 - deliberately optional
         """Release resources (database connections, ...)."""
+
+    def episode(self, task: Task, *, max_steps: int | None = None,
+                observe: bool = False) -> EpisodeRecorder:
+        """Record one episode of ``task``: recall on entry, learn on exit.
+
+        ``with mem.episode(task) as ep: ... ep.step(action, observation) ...
+        ep.finish(success, reward)``; an exception inside the block is learned as a
+        failure and re-raised. See :mod:`deltamem.integrations.recorder` for every rule.
+        """
+        from deltamem.integrations.recorder import EpisodeRecorder
+
+        return EpisodeRecorder(self, task, max_steps=max_steps, observe=observe)
 
     def __enter__(self) -> Memory:
         return self

@@ -1,0 +1,17 @@
+"""deltamem inside agents built on other frameworks.
+
+* :mod:`deltamem.integrations.recorder` — :class:`EpisodeRecorder`, behind
+  ``Memory.episode(task)``: recall at the start, learn at the end (core, no extra);
+* :mod:`deltamem.integrations.mcp` — the Model Context Protocol server (``deltamem mcp``,
+  extra ``deltamem[mcp]``);
+* :mod:`deltamem.integrations.langgraph` — recall and learn nodes for a LangGraph graph
+  (extra ``deltamem[langgraph]``);
+* :mod:`deltamem.integrations.openai_agents` — run hooks for the OpenAI Agents SDK
+  (extra ``deltamem[agents]``).
+
+Importing this package imports none of the optional SDKs.
+"""
+
+from deltamem.integrations.recorder import EpisodeRecorder
+
+__all__ = ["EpisodeRecorder"]
