@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from deltamem.embed.factory import DEFAULT_EMBEDDER
 from deltamem.errors import ConfigError
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "EvalMode",
     "Protocol",
     "RunConfig",
+    "default_run_dir",
+    "is_local_llm",
     "load_config",
     "parse_option",
     "parse_options",
@@ -64,7 +67,8 @@ class RunConfig(BaseModel):
         llm_options: keyword arguments for ``make_llm`` (``base_url``,
             ``cache_mode``, ...); the runner adds ``cache_path``.
         embedder: embedder spec for ``deltamem.embed.factory.make_embedder``
-            (``None``: the memory gets no embedder).
+            (``None``: the memory gets no embedder). Left out, it is the bundled
+            ``minilm`` for every memory but ``none``.
         extractor: ``structural`` or ``llm`` experience extraction.
         protocol: ``online`` (learn while evaluating, paper §4.1) or
             ``train-to-test`` (build on ``train_split``, then evaluate each of
@@ -74,7 +78,11 @@ class RunConfig(BaseModel):
         frozen: online protocol only: never call ``learn`` (evaluate a bank
             given with ``init_bank`` as it is).
         init_bank: a bank file copied into the run before its first episode.
-        constrained: the agent picks from the admissible actions.
+        constrained: the agent picks from the admissible actions (constrained
+            decoding) instead of generating free text. Left out, it is on for the
+            bundled local model (``local``, ``local:PATH``), where free generation is
+            slow and rarely gives a valid action, and off for API models (the
+            paper's setting) and ``scripted``.
         domain: prompt/memory domain (``None``: the environment's).
         max_steps: step cap overriding the environment's.
         history_chars: the agent's history budget in characters.
@@ -82,19 +90,30 @@ class RunConfig(BaseModel):
             times from the current observation (None: off).
         max_listed_actions: list the admissible actions in the prompt when there
             are at most this many (0: never; constrained decoding still enforces them).
+        agent: the policy that plays the online phase and the evaluation phases:
+            ``react`` (the LLM agent) or a demonstration policy ``expert`` /
+            ``expert:noise=P`` (:mod:`deltamem.agents.expert`).
+        train_agent: the policy of the ``build`` phase of ``train-to-test``
+            (``None``: ``agent``); ``expert[:noise=P]`` builds the bank from
+            demonstrations. Every record names the policy that played it.
+        guide: how the ReAct agent uses the recalled procedure
+            (:mod:`deltamem.agents.guide`): ``off`` (the paper's agent: recall in
+            the prompt only), ``hint`` (also the next recalled step, made concrete,
+            right before the action list), ``prior`` (``hint`` plus a bonus for the
+            admissible actions that realise it in the choice).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     run_dir: Path
-    env: str = Field(min_length=1)
+    env: str = Field(default="household", min_length=1)
     env_options: dict[str, Any] = Field(default_factory=dict)
-    split: str = Field(min_length=1)
+    split: str = Field(default="seen", min_length=1)
     seed: int = 0
     episodes: int | None = Field(default=None, ge=1)
     memory: str = "none"
     memory_options: dict[str, Any] = Field(default_factory=dict)
-    llm: str = Field(min_length=1)
+    llm: str = Field(default="local", min_length=1)
     llm_options: dict[str, Any] = Field(default_factory=dict)
     embedder: str | None = None
     extractor: Literal["structural", "llm"] = "structural"
@@ -110,6 +129,28 @@ class RunConfig(BaseModel):
     history_chars: int = Field(default=6000, ge=0)
     repeat_limit: int | None = Field(default=None, ge=1)
     max_listed_actions: int = Field(default=50, ge=0)
+    agent: str = Field(default="react", min_length=1)
+    train_agent: str | None = None
+    guide: Literal["off", "hint", "prior"] = "off"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        """Fill the defaults that depend on other fields (embedder, constrained)."""
+        if not isinstance(data, Mapping):
+            return data
+        data = dict(data)
+        if "embedder" not in data:
+            data["embedder"] = None if data.get("memory", "none") == "none" else DEFAULT_EMBEDDER
+        if data.get("constrained") is None:
+            data["constrained"] = is_local_llm(str(data.get("llm", "local")))
+        return data
+
+    @property
+    def decoding(self) -> str:
+        """How the agent's actions are decoded, in words (for run output and reports)."""
+        return ("constrained (picks among the admissible actions)" if self.constrained
+                else "free generation")
 
     @model_validator(mode="after")
     def _check(self) -> RunConfig:
@@ -121,6 +162,12 @@ class RunConfig(BaseModel):
                                  "train-to-test evaluates eval_modes")
             if not self.eval_modes or len(set(self.eval_modes)) != len(self.eval_modes):
                 raise ValueError("eval_modes must list 'frozen' and/or 'unfrozen' once each")
+        for name in ("agent", "train_agent"):
+            spec = getattr(self, name)
+            if spec is not None and spec.strip() != "react":
+                _check_agent_spec(name, spec)
+        if self.train_agent is not None and self.protocol != "train-to-test":
+            raise ValueError("train_agent applies to the train-to-test protocol's build phase")
         return self
 
     def to_json(self) -> str:
@@ -137,18 +184,49 @@ class RunConfig(BaseModel):
         return _validate(data, str(path))
 
 
+def is_local_llm(spec: str) -> bool:
+    """Whether an LLM spec names the bundled/local llama.cpp model (``local``, ``local:PATH``)."""
+    return spec.strip().partition(":")[0].strip().lower() == "local"
+
+
+def _check_agent_spec(name: str, spec: str) -> None:
+    from deltamem.agents.expert import parse_expert_spec
+
+    try:
+        noise = parse_expert_spec(spec)
+    except ConfigError as e:
+        raise ValueError(str(e)) from None
+    if noise is None:
+        raise ValueError(f"{name} must be 'react', 'expert' or 'expert:noise=P', got {spec!r}")
+
+
 def _validate(data: Mapping[str, Any], where: str) -> RunConfig:
     try:
         return RunConfig.model_validate(dict(data))
     except ValidationError as e:
-        raise ConfigError(f"invalid run configuration ({where}):\n{e}") from e
+        raise ConfigError(f"invalid run configuration ({where}): {_explain(e)}") from e
+
+
+def _explain(e: ValidationError) -> str:
+    """One line per problem, each naming the setting and its command-line flag."""
+    parts = []
+    for err in e.errors():
+        loc = [str(x) for x in err.get("loc", ())]
+        if not loc:
+            parts.append(str(err.get("msg", "")))
+            continue
+        field = loc[0]
+        flag = f"--{field.replace('_', '-')}"
+        where = ".".join(loc)
+        parts.append(f"{where} (flag {flag}): {err.get('msg', '')}")
+    return "; ".join(parts)
 
 
 def load_config(toml_path: str | Path | None = None, /, **flags: Any) -> RunConfig:
     """Build a :class:`RunConfig` from a TOML file and keyword flags.
 
     Flags whose value is ``None`` are ignored (unset CLI options), the others
-    override the file. ``memory_options``, ``llm_options`` and ``env_options`` given
+    override the file. Without a ``run_dir`` anywhere, it is :func:`default_run_dir`. ``memory_options``, ``llm_options`` and ``env_options`` given
     as flags are merged into the file's tables. Raises :class:`ConfigError` on unreadable
     files or invalid values.
     """
@@ -166,7 +244,20 @@ def load_config(toml_path: str | Path | None = None, /, **flags: Any) -> RunConf
             data[key] = {**data.get(key, {}), **dict(value)}
         else:
             data[key] = value
+    if "run_dir" not in data:
+        data["run_dir"] = default_run_dir(data)
     return _validate(data, str(toml_path) if toml_path else "flags")
+
+
+def default_run_dir(data: Mapping[str, Any]) -> Path:
+    """``runs/ENV-SPLIT-MEMORY`` (``:`` and ``/`` become ``_``): where a run goes when
+    neither the file nor the flags name a run directory."""
+    fields = RunConfig.model_fields
+    parts = [str(data.get(k, fields[k].default)) for k in ("env", "split", "memory")]
+    name = "-".join(parts)
+    for ch in ":/\\ ":
+        name = name.replace(ch, "_")
+    return Path("runs") / name
 
 
 def parse_option(assignment: str) -> tuple[str, Any]:

@@ -59,7 +59,8 @@ def make_factory(cls: type[M]) -> Callable[..., M]:
         **_: Any,
     ) -> M:
         if embedder is None:
-            raise ConfigError(f"{cls.name} needs an embedder")
+            raise ConfigError(f"{cls.name} needs an embedder (--embedder on the command line, "
+                              "e.g. minilm; embedder= in Python)")
         opts = {"domain": domain, **dict(options or {})}
         mode = opts.pop("mode", None)
         if mode is None:
