@@ -58,7 +58,6 @@ import os
 import platform
 import shutil
 import sqlite3
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -128,7 +127,9 @@ def run(
 
     ``env``, ``llm`` and ``embedder`` replace the objects the config's specs
     would build (an ``env`` given here is not closed by the runner).
-    ``progress`` shows a progress bar (``None``: only when stderr is a terminal).
+    ``progress`` (on stderr): ``True`` a live bar with the step within the episode, the
+    running success rate and the last action; ``False`` nothing; ``None`` (default) the
+    bar on a terminal, else one plain line per finished episode (a log file gets them).
     """
     run_dir = Path(config.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -156,7 +157,7 @@ def run(
 
             embedder = make_embedder(config.embedder)
         session = _Session(config, run_dir, env, llm, embedder, episodes)
-        session.run(progress if progress is not None else sys.stderr.isatty())
+        session.run(_display_mode(progress))
     finally:
         if own_env:
             env.close()
@@ -232,10 +233,11 @@ class _Session:
 
     # -- the loop ---------------------------------------------------------------------------
 
-    def run(self, show_progress: bool) -> None:
+    def run(self, show_progress: str) -> None:
         phases = self.plan()
         self._check_log(phases)
         with _Display(show_progress) as display:
+            self.display = display
             for phase in phases:
                 if self.log.next_index >= phase.end:
                     continue
@@ -256,10 +258,10 @@ class _Session:
         try:
             if pending is not None:
                 rec = self._recover(pending, memory, pre_open)
-                display.advance(bool(rec["success"]))
+                display.advance(rec)
             while self.log.next_index < phase.end:
                 rec = self._episode(phase, memory, self.log.next_index)
-                display.advance(bool(rec["success"]))
+                display.advance(rec)
         finally:
             memory.close()
         if before is not None and _fingerprint(phase.bank) != before:
@@ -287,16 +289,20 @@ class _Session:
         usage0 = self.llm.usage.snapshot()
         task_id = phase.task_ids[index - phase.start]
         task = self.env.reset(task_id)
+        display = getattr(self, "display", None) or _Display("off")
+        display.episode(index - phase.start, task_id,
+                        self.config.max_steps or self.env.max_steps(task))
         recall = memory.recall(task)
+        env: Any = _WatchedEnv(self.env, display)  # reports each step to the progress display
         if getattr(memory, "agent", "react") == "ariadne":  # step-level memories (AriGraph)
             from deltamem.agents.ariadne import AriadneAgent
 
             episode = AriadneAgent(self.llm, domain=self.domain,
                                    max_steps=self.config.max_steps,
                                    repeat_limit=self.config.repeat_limit).play(
-                self.env, task, recall, memory=memory)
+                env, task, recall, memory=memory)
         else:
-            episode = self.agent.play(self.env, task, recall)
+            episode = self.agent.play(env, task, recall)
         record = {
             "index": index,
             "phase": phase.name,
@@ -579,18 +585,61 @@ def source_revision() -> dict[str, Any] | None:
     return {"path": str(src), "commit": head, "modified": bool(dirty.strip())}
 
 
-class _Display:
-    """A rich progress bar with the running success rate of the current phase (or nothing)."""
+def _display_mode(progress: bool | None) -> str:
+    """``bar``, ``lines`` or ``off`` for :func:`run`'s ``progress`` argument."""
+    if progress is None:
+        from rich.console import Console
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
+        return "bar" if Console(stderr=True).is_terminal else "lines"
+    return "bar" if progress else "off"
+
+
+class _WatchedEnv:
+    """The run's environment as the agent sees it, reporting every step to the display.
+
+    Everything but :meth:`step` is the environment's own (attribute access is delegated).
+    """
+
+    def __init__(self, env: Environment, display: _Display) -> None:
+        self._env = env
+        self._display = display
+        self._n = 0
+
+    def step(self, action: str) -> Any:
+        transition = self._env.step(action)
+        self._n += 1
+        self._display.step(self._n, action)
+        return transition
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._env, name)
+
+
+class _Display:
+    """Progress of a run on stderr.
+
+    ``bar``: a rich progress bar per phase (episodes done, running success rate, the
+    current episode's step, its cap and the last action). ``lines``: one plain line per
+    finished episode, for output that is not a terminal. ``off``: nothing.
+    """
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
         self._progress: Any = None
+        self._console: Any = None
         self._task: Any = None
+        self._phase = ""
+        self._total = 0
         self._n = self._wins = 0
+        self._max_steps = 0
 
     def __enter__(self) -> _Display:
-        if self.enabled:
-            from rich.console import Console
+        if self.mode == "off":
+            return self
+        from rich.console import Console
+
+        self._console = Console(stderr=True)
+        if self.mode == "bar":
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,
@@ -600,9 +649,10 @@ class _Display:
             )
 
             self._progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
                 TextColumn("success {task.fields[rate]}"), TimeElapsedColumn(),
-                console=Console(stderr=True),
+                TextColumn("{task.fields[now]}"),
+                console=self._console,
             )
             self._progress.start()
         return self
@@ -613,18 +663,46 @@ class _Display:
 
     def start(self, phase: _Phase, done: int, wins: int) -> None:
         self._n, self._wins = done, wins
+        self._phase = f"{phase.name} ({phase.split})"
+        self._total = len(phase.task_ids)
         if self._progress is not None:
             self._task = self._progress.add_task(
-                f"{phase.name} ({phase.split})", total=len(phase.task_ids), completed=done,
-                rate=self._rate(),
+                self._phase, total=self._total, completed=done, rate=self._rate(), now="",
             )
 
-    def advance(self, success: bool) -> None:
-        self._n += 1
-        self._wins += success
+    def episode(self, position: int, task_id: str, max_steps: int) -> None:
+        """An episode starts (recall, then play)."""
+        self._max_steps = max_steps
         if self._progress is not None:
-            self._progress.update(self._task, advance=1, rate=self._rate())
+            self._progress.update(self._task, now=f"episode {position + 1}: recall")
+
+    def step(self, n: int, action: str) -> None:
+        """Step ``n`` of the current episode was taken."""
+        if self._progress is not None:
+            self._progress.update(
+                self._task, now=f"step {n}/{self._max_steps} › {_clip(action, 40)}"
+            )
+
+    def advance(self, record: Mapping[str, Any]) -> None:
+        """An episode's line was written."""
+        self._n += 1
+        self._wins += bool(record["success"])
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, rate=self._rate(), now="")
+        elif self._console is not None:
+            self._console.print(
+                f"{self._phase} episode {self._n}/{self._total} {record.get('task_id', '')}: "
+                f"{'success' if record['success'] else 'failure'}, reward "
+                f"{float(record['reward']):.2f}, {record.get('steps', 0)} steps, "
+                f"{float(record.get('wall_s') or 0):.0f} s; success so far "
+                f"{self._wins}/{self._n} ({self._rate()})",
+                markup=False, highlight=False, soft_wrap=True,
+            )
 
     def _rate(self) -> str:
         return f"{self._wins / self._n:.1%}" if self._n else "-"
 
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
