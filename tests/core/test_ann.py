@@ -20,18 +20,32 @@ from deltamem.testing import HashingEmbedder, make_episode
 # -- the definition ---------------------------------------------------------------------------
 
 
-def naive_match(nodes: list[Node], q: np.ndarray, tau: float, eps: float):
+def naive_match(nodes: list[Node], q: np.ndarray, tau: float, eps: float, rule: str = "deepest"):
     """Eq. 6 + the tie rule of tree.py, by a Python loop over nodes (the reference)."""
     q64 = np.asarray(q, dtype=np.float32).astype(np.float64)
-    best, best_key = None, None
-    for n in nodes:
+    by_id = {n.id: n for n in nodes}
+
+    def cos(n: Node) -> float:
         e64 = np.asarray(n.embedding, dtype=np.float32).astype(np.float64)
-        s = math.fsum((e64 * q64).tolist()) - (eps if n.label == "FAILURE" else 0.0)
-        key = (s, not n.consolidated, n.depth, n.seq)
-        if best_key is None or key > best_key:
-            best, best_key = n, key
-    assert best is not None and best_key is not None
-    return best.id, best_key[0], best_key[0] >= tau
+        den = math.sqrt(math.fsum((e64 * e64).tolist()) * math.fsum((q64 * q64).tolist()))
+        return min(1.0, max(-1.0, math.fsum((e64 * q64).tolist()) / den))
+
+    def path(n: Node) -> tuple[int, ...]:
+        out: list[int] = []
+        cur: Node | None = n
+        while cur is not None:
+            out.append(cur.seq)
+            cur = by_id[cur.parent] if cur.parent else None
+        return tuple(reversed(out))
+
+    scored = [(cos(n) - (eps if n.label == "FAILURE" else 0.0), n) for n in nodes]
+    top = max(s for s, _ in scored)
+    tied = [n for s, n in scored if s == top]
+    if rule == "deepest":
+        best = max(tied, key=lambda n: (not n.consolidated, n.depth, n.seq))
+    else:  # first in breadth-first order
+        best = min(tied, key=lambda n: (n.consolidated, n.depth, path(n)))
+    return best.id, top, top >= tau
 
 
 def _grid_pool(d: int) -> list[np.ndarray]:
@@ -91,16 +105,17 @@ _spec = st.lists(
     tau=st.sampled_from([-1.0, 0.0, 0.45, 0.5, 0.75, 1.0]),
     d=st.sampled_from([4, 7]),
     pool_size=st.integers(1, 6),
+    rule=st.sampled_from(["bfs", "deepest"]),
 )
-def test_exact_search_equals_definition_on_ties(spec, qi, eps, tau, d, pool_size):
+def test_exact_search_equals_definition_on_ties(spec, qi, eps, tau, d, pool_size, rule):
     # few distinct grid vectors → many exact ties, exact arithmetic everywhere
     pool = _grid_pool(d)
     vectors = [pool[(qi + 7 * k) % len(pool)] for k in range(pool_size)]
     nodes = _build(spec, vectors)
-    tree = ResidualTree("task", d, nodes)
+    tree = ResidualTree("task", d, nodes, tie_rule=rule)
     for q in (vectors[qi % pool_size], pool[qi % len(pool)]):
         m = tree.match(q, tau, eps)
-        assert (m.node_id, m.score, m.accepted) == naive_match(nodes, q, tau, eps)
+        assert (m.node_id, m.score, m.accepted) == naive_match(nodes, q, tau, eps, rule)
 
 
 @given(spec=_spec, seed=st.integers(0, 2**32 - 1), eps=st.sampled_from([0.0, 0.05, 0.3]))
@@ -118,10 +133,12 @@ def test_exact_search_equals_definition_on_random_vectors(spec, seed, eps):
         assert (m.node_id, m.score, m.accepted) == naive_match(nodes, query, 0.5, eps)
 
 
-def test_identical_rows_tie_regardless_of_their_position_in_the_matrix():
+@pytest.mark.parametrize(("rule", "winner"), [("deepest", "n36"), ("bfs", "n0")])
+def test_identical_rows_tie_regardless_of_their_position_in_the_matrix(rule, winner):
     # BLAS sgemv rounds tail rows differently: with 37 copies of one 7-d vector the
     # float32 scores of rows 32-35 came out one ulp above the others, so the "tie" was
-    # decided by rounding noise (n35) instead of the tie rule (newest root: n36).
+    # decided by rounding noise (n35) instead of the tie rule (deepest: the newest root
+    # n36; bfs: the first root n0).
     rng = np.random.default_rng(0)
     raw = rng.standard_normal((37, 7)).astype(np.float32)
     raw /= np.linalg.norm(raw, axis=1, keepdims=True)
@@ -129,8 +146,8 @@ def test_identical_rows_tie_regardless_of_their_position_in_the_matrix():
     q = rng.standard_normal(7).astype(np.float32)
     q /= np.linalg.norm(q)
     nodes = _build([(i, False, None, False) for i in range(37)], list(raw))
-    tree = ResidualTree("task", 7, nodes)
-    assert tree.match(q, -1.0, 0.05).node_id == "n36"
+    tree = ResidualTree("task", 7, nodes, tie_rule=rule)
+    assert tree.match(q, -1.0, 0.05).node_id == winner
 
 
 # -- ANN ---------------------------------------------------------------------------------------

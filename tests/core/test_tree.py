@@ -154,3 +154,26 @@ def test_rowdot_without_vecdot_uses_einsum(monkeypatch):
     out = tree_mod._rowdot(m, q)
     assert out.dtype == np.float32
     np.testing.assert_allclose(out, m.astype(np.float64) @ q.astype(np.float64), atol=1e-4)
+
+
+def test_bfs_tie_rule_takes_the_first_node_in_breadth_first_order():
+    e = vec(1, 0)
+    t = ResidualTree("task", 2, [node("r_old", e, seq=1), node("r_new", e, seq=2)],
+                     tie_rule="bfs")
+    assert t.match(e, 0.5, 0.05).node_id == "r_old"  # first root
+    t.add(node("deep", e, parent="r_new", depth=2, seq=3))
+    assert t.match(e, 0.5, 0.05).node_id == "r_old"  # shallower beats deeper
+    t.replace(replace(t.get("r_old"), consolidated=True))
+    t.add(node("a2", e, parent="r_old", depth=2, seq=4))
+    # r_new (unconsolidated root) now leads; among depth-2 nodes, the child of the
+    # earlier parent (r_old's a2) would come before r_new's deep despite its later seq
+    assert t.match(e, 0.5, 0.05).node_id == "r_new"
+    t.replace(replace(t.get("r_new"), consolidated=True))
+    assert t.match(e, 0.5, 0.05).node_id == "a2"
+
+
+def test_unknown_tie_rule_is_a_config_error():
+    from deltamem.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="tie rule"):
+        ResidualTree("task", 2, tie_rule="newest")  # type: ignore[arg-type]

@@ -21,25 +21,34 @@ D_max = 5 no node is ever deeper than 5.
 
 Tie rule (Eq. 6 leaves it open). Exact ties happen whenever triggers repeat
 (the same goal text seen again writes a residual whose embedding equals its
-parent's). Among nodes of exactly equal score:
+parent's). Among nodes of exactly equal score a node not marked consolidated
+beats a consolidated one, so the root R* distilled from v (which copies v's
+embedding) wins over v itself, as §3.5 Phase 3 describes ("subsequent queries
+match R* directly"). Then ``tie_rule`` decides:
 
-1. a node not marked consolidated beats a consolidated one, so the root R*
-   distilled from v (which copies v's embedding) wins over v itself, as
-   §3.5 Phase 3 describes ("subsequent queries match R* directly");
-2. then the deeper node wins: its chain carries the parent's experience plus
-   the most specific deltas;
-3. then the most recently inserted node (largest ``seq``).
+* ``"bfs"``: the first node in breadth-first order (shallower first;
+  at equal depth, the one whose root → node path of insertion numbers is
+  smaller), which is what the authors' public tree code does (it keeps the
+  first maximum of a breadth-first scan). A repeated trigger attaches next to
+  its earlier copies instead of under them.
+* ``"deepest"`` (default): the deeper node, then the most recently inserted one (largest
+  ``seq``): the chain with the most specific deltas. Each repeat of a trigger
+  then attaches under the previous one, so chains of repeats reach D_max.
 
-Exact scores. "Equal score" must not depend on where a row sits in the
+Exact scores. s(v) is the cosine of Eq. 6, not the raw dot product: a float32
+row normalised by an embedder is not exactly unit length (its dot with itself
+can be 0.99999996), and with τ = 1.0 a repeated text must still be accepted
+(cos(e, e) = 1). "Equal score" must also not depend on where a row sits in the
 matrix, yet BLAS ``sgemv`` rounds rows differently by position (two identical
 rows can differ in the last bit). So the float32 product is only a filter:
 every row whose float32 score is within a proven rounding bound of the
-float32 maximum (see :meth:`ResidualTree._window`) is re-scored exactly —
-s(v) is the correctly rounded float64 value of e_v·e_q (``math.fsum`` of the
-exact float64 products) minus ε for FAILURE nodes — and the arg-max and the
-tie rule are taken on those exact scores. Only near-ties are re-scored, so the
-cost stays one mat-vec plus a few microseconds. ``Match.score`` is that exact
-score.
+float32 maximum (see :meth:`ResidualTree._window`) is re-scored exactly by
+:func:`exact_cosine` — the exact float64 dot product (``math.fsum`` of the
+exact float64 products of the stored float32 components) divided by the
+float64 norms, clipped to [−1, 1], so identical vectors score exactly 1 —
+minus ε for FAILURE nodes, and the arg-max and the tie rule are taken on those
+exact scores. Only near-ties are re-scored, so the cost stays one mat-vec plus
+a few microseconds. ``Match.score`` is that exact score.
 
 Threads. The float32 product of a tree of up to :data:`SINGLE_THREAD_MAX`
 matrix elements (16 MiB: 10.9k nodes at d = 384) runs on the calling thread
@@ -80,6 +89,29 @@ SINGLE_THREAD_MAX = 1 << 22
 """Largest matrix (rows × d elements) scored on the calling thread (module doc, Threads)."""
 SearchMode = Literal["exact", "ann"]
 SEARCH_MODES: tuple[str, ...] = ("exact", "ann")
+TieRule = Literal["bfs", "deepest"]
+TIE_RULES: tuple[str, ...] = ("bfs", "deepest")
+
+
+def exact_cosine(row: np.ndarray, query64: np.ndarray, query_norm2: float | None = None,
+                 row_norm2: float | None = None) -> float:
+    """cos(e_v, e_q) of Eq. 6, exactly: the same vectors always give the same value.
+
+    ``row`` holds the stored float32 components, ``query64`` the query's float32
+    components as float64. The dot product and both squared norms are correctly
+    rounded sums of exact float64 products (``math.fsum``); the cosine is
+    ``dot / sqrt(|v|² |q|²)`` clipped to [−1, 1]. For ``row == query`` every sum
+    is the same number x and ``sqrt(x·x) == x`` in IEEE arithmetic, so the result
+    is exactly 1.0. A zero vector scores 0.
+    """
+    r = np.asarray(row, dtype=np.float32).astype(np.float64)
+    dot = math.fsum((r * query64).tolist())
+    nr = math.fsum((r * r).tolist()) if row_norm2 is None else row_norm2
+    nq = math.fsum((query64 * query64).tolist()) if query_norm2 is None else query_norm2
+    den = math.sqrt(nr * nq)
+    if den == 0.0:
+        return 0.0
+    return min(1.0, max(-1.0, dot / den))
 
 
 @dataclass(frozen=True)
@@ -172,10 +204,14 @@ class ResidualTree:
         *,
         search: SearchMode = "exact",
         ann_options: Mapping[str, Any] | None = None,
+        tie_rule: TieRule = "deepest",
     ) -> None:
+        if tie_rule not in TIE_RULES:
+            raise ConfigError(f"unknown tie rule {tie_rule!r}; use one of {TIE_RULES}")
         self.name = name
         self.dim = dim
         self.search = search
+        self.tie_rule = tie_rule
         self._ann: AnnIndex | None = None
         if search == "ann":
             from deltamem.core.ann import AnnIndex
@@ -183,7 +219,6 @@ class ResidualTree:
             self._ann = AnnIndex(dim, **dict(ann_options or {}))
         elif search != "exact":
             raise ConfigError(f"unknown search mode {search!r}; use one of {SEARCH_MODES}")
-        self._max_norm = 0.0
         self._nodes: dict[str, Node] = {}
         self._row: dict[str, int] = {}
         self._ids: list[str] = []
@@ -193,6 +228,8 @@ class ResidualTree:
         self._depth = np.zeros(cap, dtype=np.int64)
         self._seq = np.zeros(cap, dtype=np.int64)
         self._cons = np.zeros(cap, dtype=np.int64)
+        self._inv = np.zeros(cap, dtype=np.float32)  # 1/|e_v| (0 for a zero row)
+        self._norm2 = np.zeros(cap, dtype=np.float64)  # |e_v|², exact (fsum)
         for n in sorted(nodes, key=lambda n: n.seq):
             self.add(n)
 
@@ -232,7 +269,10 @@ class ResidualTree:
         self._depth[n] = node.depth
         self._seq[n] = node.seq
         self._cons[n] = int(node.consolidated)
-        self._max_norm = max(self._max_norm, float(np.linalg.norm(emb.astype(np.float64))))
+        e64 = emb.astype(np.float64)
+        norm2 = math.fsum((e64 * e64).tolist())
+        self._norm2[n] = norm2
+        self._inv[n] = 1.0 / math.sqrt(norm2) if norm2 > 0 else 0.0
         self._row[node.id] = n
         self._ids.append(node.id)
         self._nodes[node.id] = node
@@ -247,7 +287,7 @@ class ResidualTree:
 
     def _grow(self) -> None:
         cap = self._emb.shape[0] * 2
-        for attr in ("_emb", "_fail", "_depth", "_seq", "_cons"):
+        for attr in ("_emb", "_fail", "_depth", "_seq", "_cons", "_inv", "_norm2"):
             old = getattr(self, attr)
             new = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
             new[: old.shape[0]] = old
@@ -257,13 +297,18 @@ class ResidualTree:
     def scores(self, query: np.ndarray, epsilon: float) -> np.ndarray:
         """s(v) for every node in float32, in insertion order (Eq. 6).
 
-        This is the fast filter :meth:`match` uses; it can differ from the exact
-        score in the last float32 bits (see the module doc).
+        This is the fast filter :meth:`match` uses: the float32 dot products
+        divided by the float32 norms; it can differ from the exact score in the
+        last float32 bits (see the module doc).
         """
         n = len(self._ids)
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         m = self._emb[:n]
         s = _rowdot(m, q) if m.size <= SINGLE_THREAD_MAX else m @ q
+        s *= self._inv[:n]
+        qn = float(np.linalg.norm(q.astype(np.float64)))
+        if qn > 0:
+            s *= np.float32(1.0 / qn)
         if epsilon:
             # in place: one temporary of n floats for the penalty, none for the result
             s -= np.float32(epsilon) * self._fail[:n]
@@ -272,39 +317,53 @@ class ResidualTree:
     def exact_scores(self, rows: np.ndarray, query: np.ndarray, epsilon: float) -> np.ndarray:
         """Exact s(v) (float64) of the given rows: the definition :meth:`match` decides on.
 
-        e_v·e_q is the correctly rounded sum of the exact float64 products of the
-        stored float32 components (``math.fsum``), so identical embeddings always
-        score identically; FAILURE nodes lose ``epsilon``.
+        :func:`exact_cosine` of the stored row and the query (identical
+        embeddings always score identically, a vector against itself exactly 1);
+        FAILURE nodes lose ``epsilon``.
         """
         q = np.asarray(query, dtype=np.float32).reshape(-1).astype(np.float64)
+        qn2 = math.fsum((q * q).tolist())
         out = np.empty(len(rows), dtype=np.float64)
         seen: dict[bytes, float] = {}
         for k, r in enumerate(np.asarray(rows, dtype=np.int64).tolist()):
             row = self._emb[r]
             key = row.tobytes()
-            dot = seen.get(key)
-            if dot is None:
-                dot = math.fsum((row.astype(np.float64) * q).tolist())
-                seen[key] = dot
-            out[k] = dot - float(epsilon) if self._fail[r] else dot
+            cos = seen.get(key)
+            if cos is None:
+                cos = exact_cosine(row, q, qn2, float(self._norm2[r]))
+                seen[key] = cos
+            out[k] = cos - float(epsilon) if self._fail[r] else cos
         return out
 
     def _tolerance(self, query: np.ndarray, epsilon: float) -> float:
         """Bound on |float32 score − exact score| summed over two rows.
 
-        Each float32 score (d products, d−1 sums, one penalty subtraction) is
-        off by at most (d+2)·2⁻²⁴·(‖e_v‖‖e_q‖ + ε) (standard dot-product error
-        bound, first order); the window needs twice that; we take another 2×
-        of margin.
+        Each float32 score (d products, d−1 sums, two scalings by reciprocal
+        norms, one penalty subtraction) is off by at most (d+6)·2⁻²⁴·(1 + ε)
+        of the cosine (standard dot-product error bound, first order, relative
+        to |e_v||e_q|); the window needs twice that; we take another 2× of margin.
         """
-        qn = float(np.linalg.norm(np.asarray(query, dtype=np.float64)))
-        return (self.dim + 2) * (self._max_norm * qn + abs(epsilon)) * 2.0**-21
+        return (self.dim + 6) * (1.0 + abs(epsilon)) * 2.0**-21
 
     def _window(self, query: np.ndarray, epsilon: float) -> np.ndarray:
         """Rows that can be the exact arg-max: float32 score ≥ float32 max − tolerance."""
         s = self.scores(query, epsilon)
         top = s.max()
         return np.flatnonzero(s >= top - np.float32(self._tolerance(query, epsilon)))
+
+    def _bfs_key(self, row: int) -> tuple[int, ...]:
+        """Insertion numbers along the root → node path: sorts nodes in breadth-first order
+        when compared at equal depth (parents first by their own order, then siblings)."""
+        return tuple(n.seq for n in self.chain(self._ids[row]))
+
+    def _break_tie(self, cand: np.ndarray) -> int:
+        """The winner among rows of exactly equal score (module doc, Tie rule)."""
+        depth, seq, cons = self._depth[cand], self._seq[cand], self._cons[cand]
+        if self.tie_rule == "deepest":
+            # lexsort: last key is primary → unconsolidated, deeper, newer first
+            return int(cand[np.lexsort((-seq, -depth, cons))][0])
+        return int(min(cand.tolist(), key=lambda r: (int(self._cons[r]), int(self._depth[r]),
+                                                      self._bfs_key(r))))
 
     def match(self, query: np.ndarray, tau: float, epsilon: float) -> Match:
         """Global arg-max of s(v) over every node, accepted iff s(v*) ≥ τ (Eq. 6).
@@ -318,24 +377,28 @@ class ResidualTree:
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if self._ann is not None:
             rows = self._ann.candidates(self._emb, self._fail, n, q)
-            s32 = self._emb[rows] @ q - np.float32(epsilon) * self._fail[rows]
+            qn = float(np.linalg.norm(q.astype(np.float64))) or 1.0
+            s32 = (self._emb[rows] @ q) * self._inv[rows] * np.float32(1.0 / qn)
+            s32 -= np.float32(epsilon) * self._fail[rows]
             rows = rows[s32 >= s32.max() - np.float32(self._tolerance(q, epsilon))]
         else:
             rows = self._window(q, epsilon)
         exact = self.exact_scores(rows, q, epsilon)
         best = exact.max()
         cand = rows[exact == best]
-        if cand.size > 1:
-            depth, seq, cons = self._depth[cand], self._seq[cand], self._cons[cand]
-            # lexsort: last key is primary → unconsolidated, deeper, newer first
-            cand = cand[np.lexsort((-seq, -depth, cons))]
-        row = int(cand[0])
+        row = int(cand[0]) if cand.size == 1 else self._break_tie(cand)
         score = float(best)
         return Match(self._ids[row], score, tau, score >= tau)
 
     # -- Eq. 5 / Eq. 7 ----------------------------------------------------
     def attachment(self, match: Match, d_max: int) -> tuple[str | None, int]:
-        """(parent id, depth) for a new node given the match (Eq. 4–5)."""
+        """(parent id, depth) for a new node given the match (Eq. 4–5).
+
+        ``d_max`` must be at least 2: with D_max = 1 a warm start on a root would
+        file a RESIDUAL at the virtual root r0, a delta with no base to patch.
+        """
+        if d_max < 2:
+            raise ConfigError(f"d_max must be >= 2 (roots have depth 1), got {d_max}")
         if not match.accepted or match.node_id is None:
             return None, 1
         v = self._nodes[match.node_id]

@@ -62,7 +62,13 @@ class DeltaMemConfig(BaseModel):
         k_cons: success hits that trigger consolidation (Eq. 8); ``None`` = preset.
         consolidation: set False for K_cons = ∞.
         epsilon: failure penalty ε (Eq. 6).
-        d_max: maximum depth D_max (Eq. 5).
+        d_max: maximum depth D_max (Eq. 5), at least 2 (roots have depth 1; with
+            D_max = 1 a warm start would file a delta at the virtual root).
+        tie_rule: which node wins an exact tie of Eq. 6 (see :mod:`deltamem.core.tree`):
+            ``deepest`` (default: deeper, then newer) or ``bfs`` (as the authors'
+            code: first in breadth-first order). The in-store search of a PostgreSQL
+            bank implements ``deepest`` only; with ``bfs`` the ``auto`` search runs
+            in-process.
         use_task_tree, use_env_tree: ablation switches (paper Table 3).
         search: where and how Eq. 6 is computed (see :meth:`DeltaMem.match`):
 
@@ -97,7 +103,8 @@ class DeltaMemConfig(BaseModel):
     k_cons: int | None = Field(default=None, ge=1)
     consolidation: bool = True
     epsilon: float = Field(default=0.05, ge=0.0, le=2.0)
-    d_max: int = Field(default=5, ge=1, le=1000)
+    d_max: int = Field(default=5, ge=2, le=1000)
+    tie_rule: Literal["bfs", "deepest"] = "deepest"
     use_task_tree: bool = True
     use_env_tree: bool = True
     search: Literal["auto", "exact", "ann", "store"] = "auto"
@@ -206,11 +213,12 @@ class DeltaMem(Memory):
             bank_config = self.config.model_dump(exclude={"synchronous"})
             store.init_meta(embedder.name, embedder.dim, bank_config)
         self.dim = int(store.meta().get("embedder_dim") or (embedder.dim if embedder else 0))
-        offers_search = isinstance(store, SearchStore)
+        offers_search = isinstance(store, SearchStore) and self.config.tie_rule == "deepest"
         if self.config.search == "store" and not offers_search:
             raise ConfigError(
-                f"search='store' needs a store with its own search (a postgresql:// bank); "
-                f"{type(store).__name__} has none: use search='auto' or 'exact'"
+                f"search='store' needs a store with its own search (a postgresql:// bank) "
+                f"and tie_rule='deepest'; {type(store).__name__} with tie_rule="
+                f"{self.config.tie_rule!r} has none: use search='auto' or 'exact'"
             )
         #: the store's Eq. 6 search when :meth:`match` uses it (``search`` auto/store), else None
         self.store_search: SearchStore | None = (
@@ -305,7 +313,8 @@ class DeltaMem(Memory):
             dim = self.dim or (len(nodes[0].embedding) if nodes else 1)
             self.trees = {
                 t: ResidualTree(t, dim, (n for n in nodes if n.tree == t),
-                                search="ann" if self.config.search == "ann" else "exact")
+                                search="ann" if self.config.search == "ann" else "exact",
+                                tie_rule=self.config.tie_rule)
                 for t in TREES
             }
             self._max_seq = max((n.seq for n in nodes), default=0)
@@ -530,7 +539,11 @@ class DeltaMem(Memory):
                 id=new_id(),
                 tree=tree_name,
                 kind="RESIDUAL" if match.warm else "ROOT",
-                label="SUCCESS" if episode.success else "FAILURE",
+                # Env-Tree knowledge is valid whatever the outcome (paper App. C.5:
+                # "regardless of whether the task succeeded or failed, the environmental
+                # observations are valid knowledge"; the authors' code labels env
+                # nodes SUCCESS), so ε never pushes recall away from a scene
+                label="SUCCESS" if episode.success or tree_name == "env" else "FAILURE",
                 parent=parent,
                 depth=depth,
                 trigger=trigger,

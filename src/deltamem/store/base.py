@@ -62,9 +62,10 @@ class SearchStore(Protocol):
 
     ``match(tree, query, tau, epsilon)`` must return exactly what
     :meth:`deltamem.core.tree.ResidualTree.match` returns on the store's committed
-    nodes of ``tree``: the same node (ties: unconsolidated, then deeper, then newer),
-    the same exact score (``math.fsum`` of the float64 products of the stored float32
-    components, minus ``epsilon`` for FAILURE nodes), accepted iff score ≥ ``tau``.
+    nodes of ``tree`` with ``tie_rule="deepest"``: the same node (ties: unconsolidated,
+    then deeper, then newer), the same exact score (:func:`deltamem.core.tree.exact_cosine`
+    of the stored float32 components, minus ``epsilon`` for FAILURE nodes), accepted
+    iff score ≥ ``tau``.
     An approximate index may narrow the candidates (the store documents when).
     :class:`~deltamem.memories.deltamem.DeltaMem` uses it when ``search`` is
     ``auto`` or ``store``.

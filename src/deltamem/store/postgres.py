@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import threading
 import time
@@ -49,7 +48,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from deltamem.core.tree import Match, Node
+from deltamem.core.tree import Match, Node, exact_cosine
 from deltamem.errors import ConfigError, StoreError
 from deltamem.store.base import SCHEMA_VERSION
 from deltamem.store.records import import_tree_records, meta_rows, node_from_columns
@@ -534,10 +533,10 @@ class PostgresStore:
         """Eq. 6 over the nodes of ``tree``: same node and score as ``ResidualTree.match``.
 
         ``query`` must be unit-norm. Rows whose pgvector score lies within a
-        rounding bound of the best are re-scored exactly (``math.fsum`` of the
-        float64 products of the stored float32 components, minus ε for
-        FAILURE); the arg-max and the tie rule (unconsolidated, then deeper,
-        then newer) are taken on those. With ``index=hnsw`` the rows come from
+        rounding bound of the best are re-scored exactly (the cosine of
+        :func:`deltamem.core.tree.exact_cosine`, minus ε for FAILURE); the
+        arg-max and the tie rule ``deepest`` (unconsolidated, then deeper, then
+        newer) are taken on those. With ``index=hnsw`` the rows come from
         the ``candidates`` nearest of each label's HNSW index.
         """
         q = np.asarray(query, dtype=np.float32).reshape(-1)
@@ -577,7 +576,7 @@ class PostgresStore:
         best: tuple[float, tuple[int, int, int], str] | None = None
         for seq, node_id, depth, cons, label, emb in rows:
             e = np.asarray(emb, dtype=np.float32).astype(np.float64)
-            s = math.fsum((e * q64).tolist())
+            s = exact_cosine(e, q64)
             if label == "FAILURE":
                 s -= float(epsilon)
             rank = (int(bool(cons)), -int(depth), -int(seq))  # smaller wins among equal scores
