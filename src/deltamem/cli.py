@@ -324,6 +324,7 @@ def _register_plugins() -> None:
         "deltamem.memories.decocted.cli",
         "deltamem.memories.arigraph.cli",
         "deltamem.server.cli",
+        "deltamem.integrations.mcp.cli",
     ):
         try:
             mod = importlib.import_module(module)
