@@ -7,8 +7,13 @@ so callers can catch one root. The tree::
     ├── ConfigError            bad configuration value, unknown domain or name
     ├── InvalidInputError      bad episode / task given to a public function (empty
     │                          trajectory, NaN reward, ...); nothing was changed
-    ├── StoreError             a memory bank cannot be opened or written
-    │   └── EmbedderMismatchError   bank was built with another embedder (name/dim)
+    ├── StoreError             a memory bank cannot be opened, read or written
+    │   ├── EmbedderMismatchError   bank was built with another embedder (name/dim)
+    │   ├── NotABankError           the file is not a deltamem bank (another format)
+    │   ├── BankDamagedError        the bank's file is damaged (its pages do not read)
+    │   ├── BankReadOnlyError       the bank (file, folder or medium) cannot be written
+    │   ├── StorageFullError        the disk (or the bank's size limit) is full
+    │   └── InvalidImportError      an import's records break an invariant; nothing written
     ├── EmbedderError          an embedder cannot load or run (never a silent fallback)
     ├── LLMError               an LLM backend failed after its retries
     │   └── LLMUnavailableError     backend not installed / model file not found
@@ -39,12 +44,44 @@ class EmbedderMismatchError(StoreError):
     """The bank records another embedder (name or dimension) than the one given."""
 
 
+class NotABankError(StoreError):
+    """The location holds something that is not a deltamem bank (another file format,
+    another memory system's bank)."""
+
+
+class BankDamagedError(StoreError):
+    """The bank's file is damaged: SQLite reports a malformed page or image."""
+
+
+class BankReadOnlyError(StoreError):
+    """The bank cannot be written: a read-only file, folder or file system."""
+
+
+class StorageFullError(StoreError):
+    """The disk holding the bank is full (or the bank reached its page limit)."""
+
+
+class InvalidImportError(StoreError, ValueError):
+    """Records of an import break an invariant of the bank (which record and why);
+    the whole import was refused and nothing was written."""
+
+
 class EmbedderError(DeltaMemError):
     """An embedder cannot be loaded or fails to embed."""
 
 
 class LLMError(DeltaMemError):
-    """An LLM call failed after all retries."""
+    """An LLM call failed after all retries.
+
+    ``attempts`` (requests sent) and ``retry_wait`` (seconds slept between them) let the
+    caller count what the failed call cost (0 when the backend does not say).
+    """
+
+    def __init__(self, message: str = "", *, attempts: int = 0, retry_wait: float = 0.0
+                 ) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.retry_wait = retry_wait
 
 
 class LLMUnavailableError(LLMError):

@@ -20,20 +20,30 @@ cut is acceptable; see :meth:`SQLiteLedger.set_synchronous`.
 from __future__ import annotations
 
 import base64
+import functools
+import inspect
 import json
+import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
 from deltamem.core.tree import Node
-from deltamem.errors import ConfigError, StoreError
+from deltamem.errors import (
+    BankDamagedError,
+    BankReadOnlyError,
+    ConfigError,
+    NotABankError,
+    StorageFullError,
+    StoreError,
+)
 from deltamem.store.base import SCHEMA_VERSION
 from deltamem.store.records import import_tree_records, meta_rows, node_from_columns
 
@@ -86,6 +96,63 @@ _NODE_COLS = (
 Synchronous = Literal["full", "normal"]
 SYNCHRONOUS_MODES: tuple[str, ...] = ("full", "normal")
 
+log = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def storage_error(e: sqlite3.Error, path: str) -> StoreError:
+    """The :class:`StoreError` subclass that says what ``e`` means for the bank at ``path``."""
+    code = getattr(e, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    msg = str(e)
+    if primary == sqlite3.SQLITE_CORRUPT or "malformed" in msg:
+        return BankDamagedError(
+            f"bank {path} is damaged ({msg}); restore it from an export or a backup"
+        )
+    if primary == sqlite3.SQLITE_NOTADB or "not a database" in msg:
+        return NotABankError(f"{path} is not a deltamem bank (not an SQLite database)")
+    if primary == sqlite3.SQLITE_FULL or "disk is full" in msg:
+        return StorageFullError(f"cannot write bank {path}: the disk is full ({msg})")
+    if primary == sqlite3.SQLITE_READONLY or "readonly" in msg:
+        return BankReadOnlyError(
+            f"bank {path} cannot be written ({msg}): check the permissions of the file and its "
+            "folder, or open it read-only"
+        )
+    if primary == sqlite3.SQLITE_CANTOPEN or "unable to open" in msg:
+        return StoreError(
+            f"cannot open bank {path} ({msg}): the folder must exist and be writable "
+            "(SQLite keeps -wal and -shm files next to the bank)"
+        )
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in msg:
+        return StoreError(f"bank {path} is locked by another writer ({msg})")
+    if primary == sqlite3.SQLITE_IOERR or "disk I/O" in msg:
+        return StoreError(f"I/O error on bank {path} ({msg})")
+    return StoreError(f"storage error on bank {path}: {msg}")
+
+
+def guarded(fn: F) -> F:
+    """Method decorator: a ``sqlite3.Error`` raised inside becomes :func:`storage_error`
+    (generator methods too: errors while iterating)."""
+    if inspect.isgeneratorfunction(fn):
+
+        @functools.wraps(fn)
+        def gen(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                yield from fn(self, *args, **kwargs)
+            except sqlite3.Error as e:
+                raise storage_error(e, self.path) from e
+
+        return gen  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except sqlite3.Error as e:
+            raise storage_error(e, self.path) from e
+
+    return wrapper  # type: ignore[return-value]
+
 
 class SQLiteLedger:
     """What every SQLite bank file shares: the learned-episode ledger, change detection,
@@ -107,18 +174,45 @@ class SQLiteLedger:
                 return
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as e:
-                raise StoreError(f"cannot lock memory bank {self.path}: {e}") from e
+            except sqlite3.Error as e:
+                raise storage_error(e, self.path) from e
             self._in_tx = True
             try:
                 yield
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise
             else:
-                self._conn.execute("COMMIT")
+                try:
+                    self._conn.execute("COMMIT")
+                except sqlite3.Error as e:
+                    self._rollback()
+                    raise storage_error(e, self.path) from e
             finally:
                 self._in_tx = False
+
+    def _rollback(self) -> None:
+        """Roll back unless SQLite already did (it does on SQLITE_FULL, I/O errors, ...):
+        a failing ROLLBACK must never replace the error that caused it."""
+        if not self._conn.in_transaction:
+            return
+        try:
+            self._conn.execute("ROLLBACK")
+        except sqlite3.Error as e:  # the original error is the one to report
+            log.warning("bank %s: ROLLBACK failed after an error: %s", self.path, e)
+
+    @guarded
+    def check_writable(self) -> None:
+        """Raise :class:`BankReadOnlyError` when the bank cannot be written (read-only file,
+        folder or file system). Writes nothing: the probe statement inserts no row."""
+        with self._lock:
+            if self._in_tx:
+                return
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("INSERT INTO meta SELECT 'probe', 'probe' WHERE 0")
+            finally:
+                self._rollback()
 
     def set_synchronous(self, mode: Synchronous) -> None:
         """Set the commit durability (module doc, Durability): ``"full"`` or ``"normal"``.
@@ -141,15 +235,18 @@ class SQLiteLedger:
                     )
             self._conn.execute(f"PRAGMA synchronous = {mode.upper()}")
 
+    @guarded
     def synchronous(self) -> str:
         """The connection's current ``PRAGMA synchronous`` as ``full``/``normal``/…."""
         value = int(self._conn.execute("PRAGMA synchronous").fetchone()[0])
         return {0: "off", 1: "normal", 2: "full", 3: "extra"}.get(value, str(value))
 
+    @guarded
     def version(self) -> int:
         """Changes when another connection commits (``PRAGMA data_version``)."""
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
+    @guarded
     def mark_learned(self, episode_id: str, learned_at: float | None = None) -> bool:
         """Record ``episode_id`` as learned; False if it was already."""
         with self.transaction():
@@ -159,12 +256,14 @@ class SQLiteLedger:
             )
         return cur.rowcount == 1
 
+    @guarded
     def is_learned(self, episode_id: str) -> bool:
         row = self._conn.execute(
             "SELECT 1 FROM learned WHERE episode_id = ?", (episode_id,)
         ).fetchone()
         return row is not None
 
+    @guarded
     def last_learned(self) -> str | None:
         """Id of the episode whose learn committed last (``None`` for a new bank)."""
         row = self._conn.execute(
@@ -172,9 +271,11 @@ class SQLiteLedger:
         ).fetchone()
         return None if row is None else str(row[0])
 
+    @guarded
     def learned_count(self) -> int:
         return int(self._conn.execute("SELECT COUNT(*) FROM learned").fetchone()[0])
 
+    @guarded
     def integrity_ok(self) -> bool:
         return self._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
@@ -229,38 +330,52 @@ class SQLiteStore(SQLiteLedger):
             if not readonly:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = FULL")
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"cannot open memory bank {self.path}: {e}") from e
+        except sqlite3.Error as e:
+            raise storage_error(e, self.path) from e
         self._conn = conn
         self._lock = threading.RLock()
         self._in_tx = False
-        if not readonly and synchronous != "full":
-            try:
-                self.set_synchronous(synchronous)
-            except BaseException:
-                conn.close()
-                raise
-        if readonly:
-            if not self._has_table("meta"):
-                raise StoreError(f"{self.path} is not a deltamem bank (no meta table)")
-            system = self._peek_system()
-            if system is not None or not self._has_table("nodes"):
-                raise StoreError(
-                    f"{self.path} is not a DeltaMem bank"
-                    + (f" (it belongs to the {system!r} memory system)" if system else "")
-                )
-        else:
-            self._migrate()
-        self._check_schema()
+        try:
+            self._setup(readonly, synchronous)
+        except BaseException:
+            conn.close()
+            raise
 
     # -- setup -------------------------------------------------------------
-    def _has_table(self, name: str) -> bool:
+    @guarded
+    def _setup(self, readonly: bool, synchronous: Synchronous) -> None:
+        if not readonly and synchronous != "full":
+            self.set_synchronous(synchronous)
+        if readonly:
+            if not self._has_table("meta"):
+                self._not_a_bank("no meta table")
+            system = self._peek_system()
+            if system is not None or not self._has_table("nodes"):
+                self._not_a_bank(f"it belongs to the {system!r} memory system" if system else "")
+        else:
+            self._migrate()
+            if self.path != ":memory:":
+                self.check_writable()
+        self._check_schema()
+
+    def _not_a_bank(self, why: str) -> None:
+        """Raise the right error for a file whose tables are not a DeltaMem bank's: a damaged
+        bank reads as garbage, so run SQLite's quick check before calling it foreign."""
         try:
-            row = self._conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)
-            ).fetchone()
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"{self.path} is not a deltamem bank: {e}") from e
+            ok = self._conn.execute("PRAGMA quick_check(1)").fetchone()[0] == "ok"
+        except sqlite3.DatabaseError:
+            ok = False
+        if not ok:
+            raise BankDamagedError(
+                f"bank {self.path} is damaged (SQLite's integrity check fails); restore it "
+                "from an export or a backup"
+            )
+        raise NotABankError(f"{self.path} is not a DeltaMem bank" + (f" ({why})" if why else ""))
+
+    def _has_table(self, name: str) -> bool:
+        row = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)
+        ).fetchone()
         return row is not None
 
     def _migrate(self) -> None:
@@ -272,10 +387,7 @@ class SQLiteStore(SQLiteLedger):
             foreign = done - {name for name, _ in _MIGRATIONS}
             if foreign or (not done and (self._has_table("nodes") or self._has_table("meta"))):
                 system = self._peek_system()
-                raise StoreError(
-                    f"{self.path} is not a DeltaMem bank"
-                    + (f" (it belongs to the {system!r} memory system)" if system else "")
-                )
+                self._not_a_bank(f"it belongs to the {system!r} memory system" if system else "")
             for name, sql in _MIGRATIONS:
                 if name in done:
                     continue
@@ -303,6 +415,7 @@ class SQLiteStore(SQLiteLedger):
             )
 
     # -- meta ----------------------------------------------------------------
+    @guarded
     def meta(self) -> dict[str, Any]:
         rows = self._conn.execute("SELECT key, value FROM meta").fetchall()
         out: dict[str, Any] = {}
@@ -318,6 +431,7 @@ class SQLiteStore(SQLiteLedger):
                 out[k] = v
         return out
 
+    @guarded
     def init_meta(self, embedder_name: str, embedder_dim: int, config: dict[str, Any]) -> None:
         with self.transaction():
             cur = self.meta()
@@ -335,6 +449,7 @@ class SQLiteStore(SQLiteLedger):
     def _row_to_node(self, r: sqlite3.Row) -> Node:
         return node_from_columns(r, np.frombuffer(r["embedding"], dtype="<f4").astype(np.float32))
 
+    @guarded
     def load_nodes(self, after_seq: int = 0) -> list[Node]:
         """Nodes with ``seq > after_seq``, in ``seq`` order (append-only: parents first)."""
         rows = self._conn.execute(
@@ -342,6 +457,7 @@ class SQLiteStore(SQLiteLedger):
         ).fetchall()
         return [self._row_to_node(r) for r in rows]
 
+    @guarded
     def node_states(self) -> list[tuple[str, str, int, bool]]:
         """``(id, tree, success_hits, consolidated)`` of every node (the mutable fields)."""
         rows = self._conn.execute(
@@ -349,6 +465,7 @@ class SQLiteStore(SQLiteLedger):
         ).fetchall()
         return [(r[0], r[1], int(r[2]), bool(r[3])) for r in rows]
 
+    @guarded
     def insert_node(self, node: Node, *, keep_seq: bool = False) -> Node:
         emb = np.asarray(node.embedding, dtype="<f4").reshape(-1).tobytes()
         p = node.payload
@@ -389,6 +506,7 @@ class SQLiteStore(SQLiteLedger):
                 raise StoreError(f"cannot store node {node.id}: {e}") from e
         return replace(node, seq=seq)
 
+    @guarded
     def increment_hits(self, node_id: str) -> int:
         with self.transaction():
             row = self._conn.execute(
@@ -400,6 +518,7 @@ class SQLiteStore(SQLiteLedger):
             raise StoreError(f"no node {node_id!r} in bank {self.path}")
         return int(row[0])
 
+    @guarded
     def mark_consolidated(self, node_id: str) -> bool:
         with self.transaction():
             cur = self._conn.execute(
@@ -407,6 +526,7 @@ class SQLiteStore(SQLiteLedger):
             )
         return cur.rowcount == 1
 
+    @guarded
     def node_state(self, node_id: str) -> tuple[int, bool]:
         row = self._conn.execute(
             "SELECT success_hits, consolidated FROM nodes WHERE id = ?", (node_id,)
@@ -416,6 +536,7 @@ class SQLiteStore(SQLiteLedger):
         return int(row[0]), bool(row[1])
 
     # -- logs -----------------------------------------------------------------
+    @guarded
     def add_rejection(
         self,
         *,
@@ -433,6 +554,7 @@ class SQLiteStore(SQLiteLedger):
                 (created_at or time.time(), episode_id, tree, role, reason, raw[:20000]),
             )
 
+    @guarded
     def rejections(self) -> list[dict[str, Any]]:
         rows = self._conn.execute(
             "SELECT created_at, episode_id, tree, role, reason, raw FROM rejections ORDER BY id"
@@ -440,6 +562,7 @@ class SQLiteStore(SQLiteLedger):
         return [dict(r) for r in rows]
 
     # -- export / import --------------------------------------------------------
+    @guarded
     def iter_export(self) -> Iterator[dict[str, Any]]:
         """Every record of the bank as JSON-ready dicts: meta first, then nodes, logs."""
         meta = self.meta()
@@ -456,6 +579,7 @@ class SQLiteStore(SQLiteLedger):
         for r in self._conn.execute("SELECT episode_id, learned_at FROM learned ORDER BY rowid"):
             yield {"type": "learned", **dict(r)}
 
+    @guarded
     def import_records(self, records: Iterable[dict[str, Any]]) -> int:
         """Load exported records into this (empty) bank in one transaction; returns node count."""
         with self.transaction():
@@ -470,25 +594,60 @@ class SQLiteStore(SQLiteLedger):
 def export_jsonl(store: Any, path: str | Path) -> int:
     """Write a bank (any store with ``iter_export()``) to a JSONL file atomically.
 
-    Returns the number of records written.
+    Returns the number of records written. The records go to ``<path>.tmp``, which replaces
+    ``path`` only when complete; on any failure it is removed and :class:`StoreError` says
+    why (missing folder, a folder at ``path``, disk full, ...).
     """
+    out = Path(path)
+    if out.is_dir():
+        raise StoreError(f"cannot export to {out}: it is a folder; give a file name")
+    if not out.parent.is_dir():
+        raise StoreError(f"cannot export to {out}: folder {out.parent} does not exist")
     n = 0
-    tmp = Path(str(path) + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for rec in store.iter_export():
-            f.write(json.dumps(rec, sort_keys=True, ensure_ascii=False) + "\n")
-            n += 1
-    tmp.replace(path)
+    tmp = Path(str(out) + ".tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for rec in store.iter_export():
+                f.write(json.dumps(rec, sort_keys=True, ensure_ascii=False) + "\n")
+                n += 1
+        tmp.replace(out)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise StoreError(f"cannot write {out}: {e.strerror or e}") from e
+        raise
     return n
 
 
 def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Records of an export file; a malformed line is a :class:`StoreError` naming it."""
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
+    """Records of an export file; an unreadable file or a malformed line is a
+    :class:`StoreError` (:class:`~deltamem.errors.InvalidImportError` for the content)
+    naming it."""
+    from deltamem.errors import InvalidImportError
+
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below; a generator owns it
+    except OSError as e:
+        raise StoreError(f"cannot read {path}: {e.strerror or e}") from e
+    with f:
+        i = 0
+        while True:
+            try:
+                raw = f.readline()
+            except OSError as e:
+                raise StoreError(f"cannot read {path}: {e.strerror or e}") from e
+            if not raw:
+                return
+            i += 1
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InvalidImportError(f"{path}:{i}: not UTF-8 text") from None
             if not line.strip():
                 continue
             try:
                 yield json.loads(line)
             except json.JSONDecodeError as e:
-                raise StoreError(f"{path}:{i}: not valid JSON ({e.msg})") from e
+                raise InvalidImportError(f"{path}:{i}: not valid JSON ({e.msg})") from e
+            except RecursionError:
+                raise InvalidImportError(f"{path}:{i}: JSON nested too deeply") from None
