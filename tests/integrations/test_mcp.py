@@ -16,18 +16,19 @@ from typing import Any
 import pytest
 
 pytest.importorskip("mcp")
-uvicorn = pytest.importorskip("uvicorn")
+pytest.importorskip("uvicorn")
 
-import httpx2  # noqa: E402 - the MCP SDK's HTTP client, installed with it
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from mcp.shared.exceptions import MCPError  # noqa: E402
+import httpx2  # the MCP SDK's HTTP client, installed with it
+import uvicorn
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
-from deltamem.embed import HashingEmbedder  # noqa: E402
-from deltamem.integrations.mcp.server import build_server, http_app  # noqa: E402
-from deltamem.integrations.mcp.service import BankService, is_single_bank  # noqa: E402
-from deltamem.server.auth import KeyRing  # noqa: E402
+from deltamem.embed import HashingEmbedder
+from deltamem.integrations.mcp.server import build_server, http_app
+from deltamem.integrations.mcp.service import BankService, is_single_bank
+from deltamem.server.auth import KeyRing
 
 GOAL = "put a clean apple in fridge"
 SCENE = "You are in the middle of a kitchen. You see a countertop 1, a sinkbasin 1, a fridge 1."
