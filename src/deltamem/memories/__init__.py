@@ -37,6 +37,7 @@ _REGISTRY: dict[str, str | Callable[..., Memory]] = {
     "rag": "deltamem.memories.arigraph.baselines:make_rag",
     "reflexion": "deltamem.memories.arigraph.baselines:make_reflexion",
     "simulacra": "deltamem.memories.arigraph.baselines:make_simulacra",
+    "mcma": "deltamem.memories.mcma.memory:make",
 }
 
 
@@ -74,6 +75,7 @@ _BANK_CLASSES = {
     "rag": "deltamem.memories.arigraph.baselines:RAGMemory",
     "reflexion": "deltamem.memories.arigraph.baselines:ReflexionMemory",
     "simulacra": "deltamem.memories.arigraph.baselines:SimulacraMemory",
+    "mcma": "deltamem.memories.mcma.memory:MCMA",
 }
 
 
