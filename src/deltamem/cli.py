@@ -18,6 +18,33 @@ from rich.tree import Tree
 
 from deltamem.errors import DeltaMemError
 
+
+def _tidy_help() -> None:
+    """Plain help forms on typer versions that print ``<bool>`` for every flag (``--help``
+    included) and ``{bank}`` for arguments in usage lines: flags get no type, arguments
+    show as ``BANK`` (``[BANK]`` when optional), as click prints them. Does nothing on
+    typer versions without those methods."""
+    from typer import core
+
+    option, argument = getattr(core, "TyperOption", None), getattr(core, "TyperArgument", None)
+    show_type = getattr(option, "display_type_rich", None)
+    if show_type is not None and not getattr(show_type, "_deltamem", False):
+        def display_type_rich(self, ctx):  # type: ignore[no-untyped-def]
+            return None if getattr(self, "is_flag", False) else show_type(self, ctx)
+
+        display_type_rich._deltamem = True  # type: ignore[attr-defined]
+        option.display_type_rich = display_type_rich  # type: ignore[union-attr]
+    if argument is not None and hasattr(argument, "_usage_display_name"):
+        def _usage_display_name(self):  # type: ignore[no-untyped-def]
+            name = self.metavar or (self.name or "").upper()
+            name = name if self.required else f"[{name}]"
+            return name + ("..." if self.nargs != 1 else "")
+
+        argument._usage_display_name = _usage_display_name
+
+
+_tidy_help()
+
 app = typer.Typer(
     name="deltamem",
     help="Experience memory for LLM agents: inspect banks, run benchmarks, compare memories.",
@@ -31,8 +58,20 @@ app.add_typer(tree_app, name="tree")
 console = Console()
 err = Console(stderr=True)
 
+def _bank_arg(value: str) -> str:
+    """Typer callback: a run directory stands for its bank."""
+    from deltamem.bench.banks import resolve_bank
+
+    return resolve_bank(value) if value else value
+
+
 BankArg = Annotated[
-    str, typer.Argument(help="A memory bank: a .db file or a postgresql://… URL.")
+    str,
+    typer.Argument(
+        metavar="BANK",
+        help="A memory bank: a .db file, a postgresql://… URL, or a run directory (its bank).",
+        callback=_bank_arg,
+    ),
 ]
 
 
@@ -55,6 +94,23 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def common_start(texts: list[str], *, min_chars: int = 24) -> str:
+    """The opening words every text shares (whitespace-normalised), when there are at
+    least two texts and they are ``min_chars`` long or more; else ``""``. It ends at a
+    word boundary, so what follows it in each text starts with a whole word."""
+    norm = [" ".join(t.split()) for t in texts]
+    if len(norm) < 2:
+        return ""
+    first, last = min(norm), max(norm)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    prefix = first[:n]
+    if not all(len(t) == n or t[n] == " " for t in norm):
+        prefix = prefix[: prefix.rfind(" ") + 1]  # back to the start of the word cut in two
+    return prefix if len(prefix.strip()) >= min_chars else ""
+
+
 @tree_app.command("show")
 def tree_show(
     bank: BankArg,
@@ -62,7 +118,12 @@ def tree_show(
     width: Annotated[int, typer.Option(help="Characters of trigger text shown.")] = 70,
     full: Annotated[bool, typer.Option(help="Also print each node's payload.")] = False,
 ) -> None:
-    """Print both trees: kind, label, depth, success hits, consolidated, trigger."""
+    """Print both trees: kind, label, depth, success hits, consolidated, trigger.
+
+    The opening words that every trigger of a tree shares (a scene's "You are in the
+    middle of a room. …") are printed once above it and left out of each node, so the
+    part that tells nodes apart fits the width.
+    """
     if which not in ("task", "env", "both"):
         raise DeltaMemError(f"--tree must be task, env or both, not {which!r}")
     mem = _open_readonly(bank)
@@ -70,7 +131,11 @@ def tree_show(
         for name in ("task", "env") if which == "both" else (which,):
             nodes = mem.nodes(name)  # type: ignore[arg-type]
             title = "Task-Tree (skills)" if name == "task" else "Env-Tree (knowledge)"
-            root = Tree(f"[bold]{title}[/bold] — {len(nodes)} nodes")
+            shared = common_start([n.trigger for n in nodes])
+            heading = f"[bold]{title}[/bold] — {len(nodes)} nodes"
+            if shared:
+                heading += f"\n[dim]every trigger starts “{_short(shared, 2 * width)}…”[/dim]"
+            root = Tree(heading)
             handles = {}
             for n in nodes:
                 colour = "green" if n.label == "SUCCESS" else "red"
@@ -82,7 +147,7 @@ def tree_show(
                 label = (
                     f"[{colour}]{n.kind} {n.label}[/{colour}] d={n.depth} hits={n.success_hits} "
                     f"{' '.join(flags)} [dim]{n.id[:8]}[/dim] "
-                    f"“{_short(n.trigger, width)}”"
+                    f"“{_trigger(n.trigger, shared, width)}”"
                 ).replace("  ", " ")
                 parent = handles.get(n.parent, root)
                 h = parent.add(label)
@@ -93,6 +158,13 @@ def tree_show(
             console.print(root)
     finally:
         mem.close()
+
+
+def _trigger(trigger: str, shared: str, width: int) -> str:
+    text = " ".join(trigger.split())
+    if shared and text.startswith(shared) and text[len(shared):].strip():
+        return "…" + _short(text[len(shared):], width - 1)
+    return _short(text, width)
 
 
 @app.command()
@@ -191,31 +263,53 @@ def import_cmd(
 @app.command()
 def run(
     config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="TOML run configuration.")
+        Path | None,
+        typer.Option("--config", "-c", help="TOML run configuration (keys = RunConfig fields); "
+                     "flags override it."),
     ] = None,
     run_dir: Annotated[
-        Path | None, typer.Option(help="Run directory (resumes if it exists).")
+        Path | None,
+        typer.Option(help="Run directory; resumes if it exists (default: "
+                     "runs/ENV-SPLIT-MEMORY)."),
     ] = None,
     env: Annotated[
         str | None,
-        typer.Option(
-            help="Environment, e.g. household, alfworld, scienceworld, textworld:cooking, webshop."
-        ),
+        typer.Option(help="Environment: household, alfworld, scienceworld, textworld:cooking, "
+                     "webshop, ... (default: household)"),
     ] = None,
     split: Annotated[
-        str | None, typer.Option(help="Split to evaluate (train, seen, unseen).")
+        str | None, typer.Option(help="Split to evaluate: train, seen, unseen (default: seen).")
     ] = None,
-    memory: Annotated[str | None, typer.Option(help="Memory system: none, deltamem, ...")] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option(help="Memory system: none, deltamem, synapse, awm, ... (default: none)"),
+    ] = None,
     llm: Annotated[
-        str | None, typer.Option(help="local | local:PATH.gguf | openai:MODEL | scripted")
+        str | None,
+        typer.Option(help="local (bundled SmolLM2) | local:PATH.gguf | openai:MODEL | scripted "
+                     "(default: local)"),
     ] = None,
-    embedder: Annotated[str | None, typer.Option(help="minilm | hashing | st:MODEL")] = None,
-    extractor: Annotated[str | None, typer.Option(help="structural | llm")] = None,
-    episodes: Annotated[int | None, typer.Option(help="Number of episodes.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Task-order seed.")] = None,
-    protocol: Annotated[str | None, typer.Option(help="online | train-to-test")] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option(help="minilm (bundled) | hashing[:DIM] | st:MODEL (default: minilm for "
+                     "every memory but none)"),
+    ] = None,
+    extractor: Annotated[
+        str | None, typer.Option(help="structural | llm (default: structural)")
+    ] = None,
+    episodes: Annotated[
+        int | None, typer.Option(help="Number of episodes (default: every task of the split).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Task-order seed (default: 0).")] = None,
+    protocol: Annotated[
+        str | None, typer.Option(help="online | train-to-test (default: online)")
+    ] = None,
     constrained: Annotated[
-        bool | None, typer.Option("--constrained/--free", help="Pick among admissible actions.")
+        bool | None,
+        typer.Option("--constrained/--free",
+                     help="Pick among the admissible actions, or generate free text "
+                          "(default: --constrained with a local model; --free with an API "
+                          "model, the paper's setting)."),
     ] = None,
     max_steps: Annotated[
         int | None, typer.Option(help="Step cap per episode (default: the environment's).")
@@ -235,7 +329,12 @@ def run(
     ] = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip report.md.")] = False,
 ) -> None:
-    """Run (or resume) a benchmark: recall → play → learn over a task stream."""
+    """Run (or resume) a benchmark: recall → play → learn over a task stream.
+
+    Every option can also come from the TOML file; an option left out takes the
+    default shown. Progress goes to stderr: a live bar on a terminal, one line per
+    episode otherwise.
+    """
     from deltamem.bench import load_config, parse_options
     from deltamem.bench import report as make_report
     from deltamem.bench import run as run_bench
@@ -258,12 +357,24 @@ def run(
         memory_options=parse_options(option) if option else None,
         env_options=parse_options(env_option) if env_option else None,
     )
+    console.print(
+        f"run {cfg.run_dir}: {cfg.env} ({cfg.split}), memory {cfg.memory}, llm {cfg.llm}, "
+        f"decoding {cfg.decoding}"
+        + (f", embedder {cfg.embedder}" if cfg.embedder else ""),
+        markup=False, highlight=False,
+    )
     result = run_bench(cfg, progress=None)
     for ph in result.phases:
         console.print(
             f"[bold]{ph.phase}[/bold]: {ph.episodes} episodes, success "
-            f"{ph.success_rate:.1%}, mean reward {ph.mean_reward:.3f}"
+            f"{ph.success_rate:.1%}, mean reward {ph.mean_reward:.3f}, "
+            f"{ph.wall_s:.0f} s playing and learning"
         )
+    console.print(f"decoding: {cfg.decoding}", markup=False, highlight=False)
+    banks = sorted(Path(result.run_dir).glob("bank*.db"))
+    if banks:
+        console.print("bank: " + ", ".join(str(b) for b in banks), markup=False,
+                      highlight=False)
     if not no_report:
         console.print(f"report: {make_report(result.run_dir)}")
 
@@ -307,7 +418,7 @@ def demo(
             f"{ph.mean_reward:.3f}",
             f"{ph.mean_steps:.1f}",
             str(ph.bank_size if ph.bank_size is not None else 0),
-            f"{r.seconds:.0f} s",
+            f"{sum(p.wall_s for p in r.result.phases):.0f} s",  # the runs', not a re-read
         )
     console.print(t)
     bank = out_dir / "deltamem" / "bank.db"
@@ -338,12 +449,48 @@ def _register_plugins() -> None:
 _register_plugins()
 
 
+def missing_extra_message(e: ModuleNotFoundError) -> str | None:
+    """One line naming the ``deltamem[...]`` extra that provides the missing module, from
+    the installed package's own metadata (``None``: no extra provides it)."""
+    import re
+    from importlib import metadata
+
+    module = (e.name or "").split(".")[0]
+    if not module:
+        return None
+    try:
+        requires = metadata.requires("deltamem") or []
+    except metadata.PackageNotFoundError:
+        return None
+    aliases = {"llama_cpp": "llama-cpp-python", "torch": "sentence-transformers"}
+    wanted = aliases.get(module, module).lower().replace("_", "-")
+    extras: list[str] = []
+    for req in requires:
+        name = re.match(r"[A-Za-z0-9._-]+", req)
+        extra = re.search(r"""extra\s*==\s*["']([^"']+)["']""", req)
+        if (name and extra and name.group(0).lower().replace("_", "-") == wanted
+                and extra.group(1) not in ("dev", *extras)):
+            extras.append(extra.group(1))
+    if not extras:
+        return None
+    how = " or ".join(f"pip install 'deltamem[{x}]'" for x in extras)
+    return f"this command needs the {module!r} package, which is not installed: {how}"
+
+
 def main() -> None:
     """Entry point: run the app, turning library errors into clean messages."""
+    from rich.markup import escape
+
     try:
         app()
     except DeltaMemError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {escape(str(e))}")
+        sys.exit(1)
+    except ModuleNotFoundError as e:
+        message = missing_extra_message(e)
+        if message is None:
+            raise
+        err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
         sys.exit(1)
 
 

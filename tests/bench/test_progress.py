@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from bench_toys import CorridorEnv
 
-from deltamem.bench import RunConfig, run
+from deltamem.bench import RunConfig, read_episodes, run
 from deltamem.bench import runner as runner_mod
 from deltamem.llm import ScriptedLLM
 
@@ -77,3 +77,13 @@ def _console_to(buf):
 @pytest.mark.parametrize(("progress", "mode"), [(True, "bar"), (False, "off")])
 def test_explicit_progress_modes(progress, mode):
     assert runner_mod._display_mode(progress) == mode
+
+
+def test_summary_wall_time_is_the_runs_not_the_re_read(tmp_path):
+    cfg = _config(tmp_path, episodes=2)
+    first = run(cfg, env=CorridorEnv(), llm=_llm(), progress=False)
+    recorded = sum(float(r["wall_s"]) for r in read_episodes(first.episodes_path))
+    again = run(cfg, env=CorridorEnv(), llm=_llm(), progress=False)  # nothing left to play
+    assert again.resumed_from == 2
+    assert again.phases[0].wall_s == pytest.approx(recorded, abs=1e-3)
+    assert again.phases[0].wall_s > 0

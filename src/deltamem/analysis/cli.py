@@ -36,33 +36,44 @@ def _out(out: Path | None, run_dirs: list[Path]) -> Path:
     return out if out is not None else default_out(run_dirs)
 
 
+def _show(path: Path) -> None:
+    """Print a Markdown result (its tables rendered), then where it was written."""
+    from rich.markdown import Markdown
+
+    console.print(Markdown(path.read_text(encoding="utf-8")))
+    console.print(f"wrote {path}")
+
+
 def compare(run_dirs: RunDirs, out: Out = None, seed: Seed = 0, n_boot: NBoot = 2000) -> None:
     """Runs side by side (paper Table 1): reward and success with 95% CIs, steps, tokens."""
     from deltamem.analysis.compare import compare as run_compare
 
-    console.print(f"wrote {run_compare(run_dirs, _out(out, run_dirs), seed=seed, n_boot=n_boot)}")
+    _show(run_compare(run_dirs, _out(out, run_dirs), seed=seed, n_boot=n_boot))
 
 
 def table2(run_dirs: RunDirs, out: Out = None, seed: Seed = 0, n_boot: NBoot = 2000) -> None:
     """Table 2: train-to-test runs, Frozen vs Unfrozen, for every memory system."""
     from deltamem.analysis.transfer import table2 as run_table2
 
-    console.print(f"wrote {run_table2(run_dirs, _out(out, run_dirs), seed=seed, n_boot=n_boot)}")
+    _show(run_table2(run_dirs, _out(out, run_dirs), seed=seed, n_boot=n_boot))
 
 
 def table3(run_dirs: RunDirs, out: Out = None, seed: Seed = 0, n_boot: NBoot = 2000) -> None:
-    """Table 3: DeltaMem both trees vs Task-Tree only vs Env-Tree only (any order; the
-    variant is read from each run's use_task_tree / use_env_tree)."""
+    """Table 3: DeltaMem with both trees vs Task-Tree only vs Env-Tree only.
+
+    The runs may come in any order: each run's variant is read from its
+    use_task_tree / use_env_tree options.
+    """
     from deltamem.analysis.ablation import table3 as run_table3
 
-    console.print(f"wrote {run_table3(run_dirs, _out(out, run_dirs), seed=seed, n_boot=n_boot)}")
+    _show(run_table3(run_dirs, _out(out, run_dirs), seed=seed, n_boot=n_boot))
 
 
 def table5(run_dirs: RunDirs, out: Out = None) -> None:
     """Table 5: average whitespace tokens per stored memory unit (DeltaMem ROOT / RESIDUAL)."""
     from deltamem.analysis.token_stats import table5 as run_table5
 
-    console.print(f"wrote {run_table5(run_dirs, _out(out, run_dirs))}")
+    _show(run_table5(run_dirs, _out(out, run_dirs)))
 
 
 def depth_bars(
@@ -90,17 +101,17 @@ def grid(
     tau_env: Annotated[str, typer.Option(help="τ_env values, comma-separated.")] = "0.85",
     k_cons: Annotated[str, typer.Option(help="K_cons values, e.g. 3,5,inf.")] = "5",
     workers: Annotated[int, typer.Option(help="Parallel processes.")] = 2,
-    llm: Annotated[str | None, typer.Option(help="LLM spec [default: local].")] = None,
+    llm: Annotated[str | None, typer.Option(help="LLM spec (default: local).")] = None,
     embedder: Annotated[
-        str | None, typer.Option(help="Embedder spec [default: minilm].")
+        str | None, typer.Option(help="Embedder spec (default: minilm).")
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="Task-order seed [default: 0].")] = None,
+    seed: Annotated[int | None, typer.Option(help="Task-order seed (default: 0).")] = None,
     extractor: Annotated[
-        str | None, typer.Option(help="structural | llm [default: structural]")
+        str | None, typer.Option(help="structural | llm (default: structural)")
     ] = None,
     constrained: Annotated[
         bool | None,
-        typer.Option("--constrained/--free", help="Pick among admissible actions [default: free]."),
+        typer.Option("--constrained/--free", help="Pick among admissible actions (default: free)."),
     ] = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", "-o", help="Further memory option key=value.")
@@ -154,9 +165,43 @@ def calibrate(
         console.print(f"wrote {write_calibration(cal, out)}")
 
 
+def eval_recall(
+    env: Annotated[list[str], typer.Option(
+        "--env", help="Environment spec; repeat to interleave several (TextWorld families).")],
+    train_split: Annotated[str, typer.Option(help="Split whose solved tasks fill the bank.")]
+    = "train",
+    test_split: Annotated[str, typer.Option(help="Held-out split that is recalled.")]
+    = "unseen",
+    n_train: Annotated[int, typer.Option(help="Train tasks per environment.")] = 60,
+    n_test: Annotated[int, typer.Option(help="Held-out tasks per environment.")] = 30,
+    embedder: Annotated[str, typer.Option(help="Embedder spec.")] = "minilm",
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="DeltaMem option key=value.")
+    ] = None,
+    env_option: Annotated[
+        list[str] | None, typer.Option("--env-option", "-e", help="Environment option key=value.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Task-stream seed.")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Write recall.md/.json/.png here.")] = None,
+) -> None:
+    """Recall quality of DeltaMem's trees with no LLM: warm rate, precision@1, score
+    distributions, per tree, on a bank filled from the environment's own solutions."""
+    from deltamem.analysis.recall_eval import eval_recall as run_eval
+    from deltamem.analysis.recall_eval import write_report
+    from deltamem.bench.config import parse_options
+
+    report = run_eval(env, train_split=train_split, test_split=test_split, n_train=n_train,
+                      n_test=n_test, embedder=embedder, options=parse_options(option or []),
+                      env_options=parse_options(env_option or []), seed=seed,
+                      progress=lambda msg: console.print(msg, end="\r"))
+    typer.echo("\n".join(report.markdown()))
+    if out is not None:
+        console.print(f"wrote {write_report(report, out)}")
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``compare``, ``table2``, ``table3``, ``table5``, ``depth-bars``, ``grid`` and
-    ``calibrate`` to ``app``."""
+    """Add ``compare``, ``table2``, ``table3``, ``table5``, ``depth-bars``, ``grid``,
+    ``calibrate`` and ``eval-recall`` to ``app``."""
     app.command("compare")(compare)
     app.command("table2")(table2)
     app.command("table3")(table3)
@@ -164,3 +209,4 @@ def register(app: typer.Typer) -> None:
     app.command("depth-bars")(depth_bars)
     app.command("grid")(grid)
     app.command("calibrate")(calibrate)
+    app.command("eval-recall")(eval_recall)

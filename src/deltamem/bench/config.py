@@ -226,9 +226,10 @@ def load_config(toml_path: str | Path | None = None, /, **flags: Any) -> RunConf
     """Build a :class:`RunConfig` from a TOML file and keyword flags.
 
     Flags whose value is ``None`` are ignored (unset CLI options), the others
-    override the file. Without a ``run_dir`` anywhere, it is :func:`default_run_dir`. ``memory_options``, ``llm_options`` and ``env_options`` given
-    as flags are merged into the file's tables. Raises :class:`ConfigError` on unreadable
-    files or invalid values.
+    override the file. ``memory_options``, ``llm_options`` and ``env_options`` given
+    as flags are merged into the file's tables. Without a ``run_dir`` anywhere, it is
+    :func:`default_run_dir`. Raises :class:`ConfigError` on unreadable files or invalid
+    values.
     """
     data: dict[str, Any] = {}
     if toml_path is not None:

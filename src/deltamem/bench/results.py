@@ -12,7 +12,9 @@ fields (written by :mod:`deltamem.bench.runner`):
 ``success``         bool; ``reward`` the final normalised score
 ``steps``           steps taken; ``invalid_actions`` of which were not admissible
 ``usage``           LLM usage of the episode (recall, play and learn) by purpose:
-                    ``{purpose: {calls, prompt_tokens, completion_tokens}}``
+                    ``{purpose: {calls, prompt_tokens, completion_tokens, attempts,
+                    retries, retry_wait}}``: requests sent, retries among them and
+                    seconds waited between them (absent in older runs: 0)
 ``learned``         whether ``learn`` was called; ``changes`` its
                     :meth:`Changes.to_list` (``null`` when unknown, see ``recovered``)
 ``recall``          ``{"chars": n, "items": [{source, id, score, role}, ...]}``
@@ -30,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +148,13 @@ def bank_size(stats: Mapping[str, Any] | None) -> int | None:
 
 @dataclass(frozen=True)
 class PhaseSummary:
-    """Headline numbers of one phase of a run."""
+    """Headline numbers of one phase of a run.
+
+    ``wall_s`` is the time the phase's episodes took when they were played (the sum of
+    their recorded ``wall_s``: recall, play and learn), not the time it took to read
+    them again, so a finished run re-read later still shows what it cost. It does not
+    take part in equality (a replayed run has the same outcome in another time).
+    """
 
     phase: str
     split: str
@@ -155,6 +163,7 @@ class PhaseSummary:
     mean_reward: float
     mean_steps: float
     bank_size: int | None
+    wall_s: float = field(default=0.0, compare=False)  # timing: not part of the outcome
 
     @property
     def success_rate(self) -> float:
@@ -204,5 +213,6 @@ def summarize(records: Sequence[Mapping[str, Any]]) -> tuple[PhaseSummary, ...]:
             mean_reward=sum(float(r["reward"]) for r in rs) / n,
             mean_steps=sum(int(r["steps"]) for r in rs) / n,
             bank_size=bank_size(rs[-1].get("bank")),
+            wall_s=round(sum(float(r.get("wall_s") or 0.0) for r in rs), 3),
         ))
     return tuple(out)

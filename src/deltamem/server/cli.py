@@ -74,8 +74,18 @@ def serve(
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
+def _bank_arg(value: str) -> str:
+    from deltamem.bench.banks import resolve_bank
+
+    return resolve_bank(value) if value else value
+
+
 def view(
-    bank: Annotated[str, typer.Argument(help="A bank file or postgresql://… URL.")],
+    bank: Annotated[
+        str,
+        typer.Argument(metavar="BANK", callback=_bank_arg,
+                       help="A bank file, a postgresql://… URL, or a run directory (its bank)."),
+    ],
     port: Annotated[int, typer.Option(help="Local port.")] = 8765,
     embedder: Annotated[
         str | None, typer.Option(help="Embedder spec (default: guessed from the bank).")

@@ -1,0 +1,45 @@
+"""Where a run directory keeps its bank: lets every command that reads a bank take a run
+directory instead (``deltamem stats runs/x`` means ``runs/x/bank.db``)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+from deltamem.errors import InvalidInputError
+
+__all__ = ["is_run_dir", "resolve_bank"]
+
+_RUN_MARKERS = ("config.json", "episodes.jsonl")
+_BANK = "bank.db"
+
+
+def is_run_dir(path: str | Path) -> bool:
+    """Whether ``path`` is a directory made by :func:`deltamem.bench.run`."""
+    p = Path(path)
+    return p.is_dir() and any((p / m).exists() for m in _RUN_MARKERS)
+
+
+def resolve_bank(bank: str | Path) -> str:
+    """The bank ``bank`` names: a run directory stands for its ``bank.db`` (for a
+    train-to-test run, the bank built in the train phase; its evaluation copies are
+    ``bank-frozen.db`` / ``bank-unfrozen.db`` next to it). Anything else (a bank file,
+    a ``postgresql://`` URL, a path that does not exist) is returned unchanged.
+
+    Raises :class:`InvalidInputError` for a run directory that holds no bank (memory
+    ``none`` keeps none).
+    """
+    text = str(bank)
+    if "://" in text or not is_run_dir(text):
+        return text
+    p = Path(text)
+    if (p / _BANK).exists():
+        return str(p / _BANK)
+    memory = "?"
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        memory = json.loads((p / "config.json").read_text(encoding="utf-8")).get("memory", "?")
+    raise InvalidInputError(
+        f"{p} is a run directory without a bank ({_BANK}); memory {memory!r} "
+        "keeps none, or the run has not played an episode yet"
+    )
