@@ -34,7 +34,6 @@ so far, then re-raise), or call :meth:`GraphMemory.abort` yourself.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -54,7 +53,7 @@ from langgraph.graph import END, START
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from deltamem.errors import InvalidInputError
-from deltamem.integrations.recorder import EpisodeRecorder
+from deltamem.integrations.recorder import EpisodeRecorder, tool_action
 from deltamem.memory import Memory
 from deltamem.types import Task
 
@@ -64,19 +63,6 @@ __all__ = ["GraphMemory", "tool_action"]
 
 MEMORY_MESSAGE_ID = "deltamem-recall"
 _DEFAULT_SLOT = "__default__"
-
-
-def tool_action(name: str, args: Mapping[str, Any]) -> str:
-    """The action text of a tool call: the argument itself when the tool takes one text
-    argument (``act(command="go to fridge 1")`` → ``go to fridge 1``, how text-game
-    actions read), else ``name(arg=value, ...)`` with JSON values."""
-    if len(args) == 1:
-        (value,) = args.values()
-        if isinstance(value, str):
-            return value
-    inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
-                      for k, v in args.items())
-    return f"{name}({inner})"
 
 
 def _text(content: Any) -> str:

@@ -36,10 +36,12 @@ Framework adapters (:mod:`deltamem.integrations.langgraph`,
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
+from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deltamem.errors import InvalidInputError
 from deltamem.types import Change, Changes, Episode, Recall, Step, Task
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("deltamem.recorder")
 
-__all__ = ["EpisodeRecorder"]
+__all__ = ["EpisodeRecorder", "tool_action"]
 
 
 class EpisodeRecorder:
@@ -221,3 +223,16 @@ class EpisodeRecorder:
             await asyncio.to_thread(self.close, exc)
         except Exception:
             log.exception("learning the failed episode of task %r failed too", self.task.id)
+
+
+def tool_action(name: str, args: Mapping[str, Any]) -> str:
+    """The action text of a tool call: the argument itself when the tool takes one text
+    argument (``act(command="go to fridge 1")`` → ``go to fridge 1``, how text-game
+    actions read), else ``name(arg=value, ...)`` with JSON values."""
+    if len(args) == 1:
+        (value,) = args.values()
+        if isinstance(value, str):
+            return value
+    inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
+                      for k, v in args.items())
+    return f"{name}({inner})"
