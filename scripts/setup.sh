@@ -3,7 +3,8 @@
 # Idempotent: a second run installs nothing new. Usage: bash scripts/setup.sh [core|main|all]
 #   core: the library, CLI, bundled embedder, test tools (fast, no compiler needed)
 #   main: core + local LLM (llama.cpp compiles, ~10 min once) + environment packages
-#   all (default): main + hnswlib, PostgreSQL client, HTTP service, Chromium and Java 17
+#   all (default): main + hnswlib, PostgreSQL client, HTTP service, MCP/LangGraph/Agents SDKs,
+#                  Chromium and Java 17
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
@@ -32,6 +33,8 @@ fi
 if [ "$what" = "all" ]; then
   say "hnswlib (approximate search), PostgreSQL client, HTTP service"
   $PIP install -e ".[envs,ann,postgres,server]"
+  say "agent frameworks: MCP SDK, LangGraph, OpenAI Agents SDK (integration tests)"
+  $PIP install -e ".[mcp,langgraph,agents]"
   if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
     say "Chromium and its driver for the tree-viewer browser test (Debian)"
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

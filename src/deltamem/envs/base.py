@@ -78,6 +78,25 @@ class Environment(ABC):
         """Step cap for ``task`` (the task's own cap, else 30)."""
         return task.max_steps or 30
 
+    def solution(self) -> list[str] | None:
+        """A winning action sequence from the start of the current task, or ``None``.
+
+        The environment's own oracle: the household/ALFWorld game's stored walkthrough,
+        ScienceWorld's gold action sequence, a TextWorld game's walkthrough. ``None``
+        where the environment knows none (the default). Call it right after
+        :meth:`reset`, before any :meth:`step`: an adapter may have to restart the task
+        to compute it (ScienceWorld does). Only demonstration policies
+        (:class:`deltamem.agents.expert.ExpertAgent`) and tests may read it; an agent
+        under evaluation never does.
+        """
+        return None
+
+    def replan(self) -> list[str] | None:
+        """A winning action sequence from the *current* state, where the environment has a
+        planner (household games do); ``None`` otherwise (the default) or when no plan is
+        found. Used by noisy demonstrations to get back on track after a random action."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional
         """Release the underlying engine (JVM, game files, ...)."""
 

@@ -514,6 +514,22 @@ class ScienceWorldEnv(Environment):
         self._task = None
         return gold
 
+    def solution(self) -> list[str] | None:
+        """The gold action sequence of the current task (see :meth:`Environment.solution`).
+
+        Computing it reloads the task, so the task is reset again afterwards: call it
+        before the first step. ``None`` when the package has no gold path for it.
+        """
+        if self._task is None:
+            raise RuntimeError("solution() before reset()")
+        task_id = self._task.id
+        try:
+            gold = self.gold_actions(task_id)
+        except RuntimeError:
+            gold = []
+        self.reset(task_id)
+        return gold or None
+
     def close(self) -> None:
         """Stop the JVM (waits up to 10 s, then kills the process this adapter started)."""
         sw, self._sw = self._sw, None

@@ -309,6 +309,10 @@ class CleaningEnv(Environment):
         self._require()
         return list(self._walkthrough)
 
+    def solution(self) -> list[str] | None:
+        """The game's walkthrough (see :meth:`Environment.solution`); ``None`` if it has none."""
+        return self.walkthrough() or None
+
     def step(self, action: str) -> Transition:
         """Send ``action``; score = (points - penalties) / max points, clipped to [0, 1];
         success = all misplaced items back in place (module docstring)."""

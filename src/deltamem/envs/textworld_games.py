@@ -311,6 +311,10 @@ class TextWorldEnv(Environment):
         self._require()
         return list(self._policy)
 
+    def solution(self) -> list[str] | None:
+        """The game's walkthrough (see :meth:`Environment.solution`); ``None`` if it has none."""
+        return self.walkthrough() or None
+
     def step(self, action: str) -> Transition:
         """Send ``action``; see the class docstring for the outcome."""
         self._require()

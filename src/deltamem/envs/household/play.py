@@ -14,6 +14,7 @@ is not used (it needs a config file the wheel does not ship).
 
 from __future__ import annotations
 
+import json
 import re
 from abc import abstractmethod
 from dataclasses import dataclass
@@ -99,6 +100,7 @@ class AlfredGameEnv(Environment):
         self.max_steps_per_task = max_steps
         self._env: Any = None
         self._task: Task | None = None
+        self._ref: GameRef | None = None
         self._admissible: list[str] = []
         self._steps = 0
         self._done = True
@@ -114,6 +116,7 @@ class AlfredGameEnv(Environment):
         if self._env is None:
             self._env = _engine(self.max_steps_per_task)
         self._env.load(str(ref.path))
+        self._ref = ref
         observation, infos = self._env.reset()
         self._task = task_from_observation(task_id, observation, split=ref.split,
                                            task_type=ref.task_type,
@@ -144,6 +147,20 @@ class AlfredGameEnv(Environment):
 
     def max_steps(self, task: Task) -> int:
         return task.max_steps or self.max_steps_per_task
+
+    def solution(self) -> list[str] | None:
+        """The ``walkthrough`` stored in the current game file (the planner's plan from the
+        start), or ``None`` when the file has none."""
+        if self._ref is None:
+            raise RuntimeError("solution() before reset()")
+        try:
+            data = json.loads(self._ref.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        walk = data.get("walkthrough") if isinstance(data, dict) else None
+        if not isinstance(walk, list) or not walk:
+            return None
+        return [str(a) for a in walk]
 
     def close(self) -> None:
         if self._env is not None:
