@@ -1,8 +1,20 @@
-"""Domains: the per-benchmark presets of DeltaMem (paper Appendix A, Table 4) and memory headers.
+"""Domains: the per-benchmark presets of DeltaMem and their memory headers.
 
-The thresholds are cosine similarities in the paper's embedding space
-(E5-base-v2). Another embedder has another similarity distribution: check it
-with a calibration sample before trusting these numbers.
+``DomainPreset.tau_task`` / ``tau_env`` / ``k_cons`` are the paper's Table 4
+(Appendix A). Those thresholds are cosine similarities in the paper's
+embedding space (E5-base-v2) over raw goal and scene texts; another embedder,
+or another trigger text (:mod:`deltamem.core.triggers`), has another similarity
+distribution. So the thresholds DeltaMem uses are looked up by
+:func:`thresholds` per domain *and* embedder *and* trigger mode:
+
+* a measured preset (:data:`MEASURED`) when one exists: each records the
+  command and figures it came from (``deltamem eval-recall``: labelled recall
+  of held-out tasks, τ maximising the F1 of warm-and-relevant matches);
+* else the paper's Table 4 value, with a provenance saying that it was chosen
+  for E5 similarities of raw texts.
+
+Each domain also names its default trigger modes (what each tree embeds),
+again measured with ``deltamem eval-recall``.
 """
 
 from __future__ import annotations
@@ -21,7 +33,45 @@ class DomainPreset:
     tau_env: float
     k_cons: int
     header: str
+    task_trigger: str = "goal"
+    env_trigger: str = "scene"
 
+
+@dataclass(frozen=True)
+class Threshold:
+    """One τ and where it came from (shown in the bank's config as ``tau_source``)."""
+
+    value: float
+    source: str
+
+
+E5 = "intfloat/e5-base-v2"
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+#: measured thresholds: (domain, tree, embedder name, trigger mode) → Threshold
+MEASURED: dict[tuple[str, str, str, str], Threshold] = {}
+
+
+def thresholds(domain: str, tree: str, embedder: str | None, trigger: str) -> Threshold:
+    """τ of ``tree`` for ``domain`` with ``embedder`` and ``trigger`` mode (module doc).
+
+    E5 with the paper's raw-text triggers gets Table 4 labelled as such; a
+    measured preset wins; anything else gets Table 4 with a provenance that
+    says it was not measured for this embedder/trigger.
+    """
+    p = get_domain(domain)
+    key = (domain, tree, embedder or "", trigger)
+    if key in MEASURED:
+        return MEASURED[key]
+    paper = p.tau_task if tree == "task" else p.tau_env
+    raw = "goal" if tree == "task" else "scene"
+    if embedder == E5 and trigger == raw:
+        return Threshold(paper, f"paper Table 4 ({domain}, E5-base-v2, raw {raw} text)")
+    return Threshold(
+        paper,
+        f"paper Table 4 value for E5-base-v2 on raw {raw} text; not measured for embedder "
+        f"{embedder or '?'} with {trigger!r} triggers (check with `deltamem eval-recall`)",
+    )
 
 _GENERIC_HEADER = (
     "Memory recalled from earlier episodes:\n"

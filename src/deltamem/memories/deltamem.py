@@ -32,7 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from deltamem.core.payload import ChainEntry, TreeName, entry_title, render_chain
 from deltamem.core.tree import Match, Node, ResidualTree
-from deltamem.domains import DOMAINS, get_domain
+from deltamem.core.triggers import tree_texts
+from deltamem.domains import DOMAINS, get_domain, thresholds
 from deltamem.embed.base import Embedder
 from deltamem.errors import (
     ConfigError,
@@ -53,12 +54,22 @@ TREES: tuple[TreeName, ...] = ("task", "env")
 
 
 class DeltaMemConfig(BaseModel):
-    """DeltaMem settings. ``None`` thresholds take the domain preset (paper Table 4).
+    """DeltaMem settings. ``None`` values take the domain's presets.
 
     Attributes:
         domain: preset and memory header (``alfworld``, ``scienceworld``, ``webshop``,
             ``textworld``, ``generic``).
-        tau_task, tau_env: acceptance thresholds τ_base per tree (Eq. 4, 6).
+        tau_task, tau_env: acceptance thresholds τ_base per tree (Eq. 4, 6), in [−1, 1].
+            ``"auto"`` or ``None`` (default): the preset for this domain, embedder and
+            trigger mode (:func:`deltamem.domains.thresholds`: a measured value when
+            one exists, else the paper's Table 4). The value chosen and where it came
+            from (``tau_source``) are stored with the bank, so a reopened bank keeps them.
+        task_trigger, env_trigger: what each tree embeds (:mod:`deltamem.core.triggers`):
+            Task-Tree ``goal`` (raw) or ``abstract`` (object and place words replaced by
+            placeholders); Env-Tree ``scene`` (raw) or ``places`` (the kinds of things the
+            scene lists). ``None``: the domain's default. Stored with the bank (a bank
+            written before these settings existed reopens with ``goal``/``scene``).
+        tau_source: provenance of each threshold, filled when the config is resolved.
         k_cons: success hits that trigger consolidation (Eq. 8); ``None`` = preset.
         consolidation: set False for K_cons = ∞.
         epsilon: failure penalty ε (Eq. 6).
@@ -98,8 +109,11 @@ class DeltaMemConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     domain: str = "generic"
-    tau_task: float | None = Field(default=None, ge=-1.0, le=1.0)
-    tau_env: float | None = Field(default=None, ge=-1.0, le=1.0)
+    tau_task: float | Literal["auto"] | None = Field(default=None)
+    tau_env: float | Literal["auto"] | None = Field(default=None)
+    task_trigger: Literal["goal", "abstract"] | None = None
+    env_trigger: Literal["scene", "places"] | None = None
+    tau_source: dict[str, str] = Field(default_factory=dict)
     k_cons: int | None = Field(default=None, ge=1)
     consolidation: bool = True
     epsilon: float = Field(default=0.05, ge=0.0, le=2.0)
@@ -112,33 +126,52 @@ class DeltaMemConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> DeltaMemConfig:
+        for name in ("tau_task", "tau_env"):
+            v = getattr(self, name)
+            if isinstance(v, (int, float)) and not -1.0 <= v <= 1.0:
+                raise ValueError(f"{name} must be in [-1, 1] or 'auto', got {v}")
         if self.domain not in DOMAINS:
             get_domain(self.domain)  # raises ConfigError with the known names
         if not (self.use_task_tree or self.use_env_tree):
             raise ValueError("at least one of use_task_tree / use_env_tree must be on")
         return self
 
-    def resolved(self) -> DeltaMemConfig:
-        """A copy with every preset-dependent value filled in."""
+    def resolved(self, embedder: str | None = None) -> DeltaMemConfig:
+        """A copy with every preset-dependent value filled in (``embedder``: its name)."""
         p = get_domain(self.domain)
-        return self.model_copy(
-            update={
-                "tau_task": p.tau_task if self.tau_task is None else self.tau_task,
-                "tau_env": p.tau_env if self.tau_env is None else self.tau_env,
-                "k_cons": p.k_cons if self.k_cons is None else self.k_cons,
-            }
-        )
+        task_trigger = self.task_trigger or p.task_trigger
+        env_trigger = self.env_trigger or p.env_trigger
+        update: dict[str, Any] = {
+            "task_trigger": task_trigger,
+            "env_trigger": env_trigger,
+            "k_cons": p.k_cons if self.k_cons is None else self.k_cons,
+        }
+        source = dict(self.tau_source)
+        for tree, trigger in (("task", task_trigger), ("env", env_trigger)):
+            value = getattr(self, f"tau_{tree}")
+            if value is None or value == "auto":
+                th = thresholds(self.domain, tree, embedder, trigger)
+                update[f"tau_{tree}"] = th.value
+                source[tree] = th.source
+            elif tree not in source:
+                source[tree] = "set by the user"
+        update["tau_source"] = source
+        return self.model_copy(update=update)
 
     def tau(self, tree: TreeName) -> float:
         value = self.tau_task if tree == "task" else self.tau_env
-        assert value is not None, "call resolved() first"
-        return value
+        assert isinstance(value, float | int), "call resolved() first"
+        return float(value)
 
     def enabled(self, tree: TreeName) -> bool:
         return self.use_task_tree if tree == "task" else self.use_env_tree
 
 
-def _make_config(config: DeltaMemConfig | Mapping[str, Any] | None, **overrides: Any):
+def _make_config(
+    config: DeltaMemConfig | Mapping[str, Any] | None,
+    embedder: str | None = None,
+    **overrides: Any,
+) -> DeltaMemConfig:
     try:
         if config is None:
             cfg = DeltaMemConfig(**overrides)
@@ -151,7 +184,7 @@ def _make_config(config: DeltaMemConfig | Mapping[str, Any] | None, **overrides:
         raise
     except ValueError as e:  # pydantic.ValidationError is a ValueError
         raise ConfigError(f"invalid DeltaMem configuration: {e}") from e
-    return cfg.resolved()
+    return cfg.resolved(embedder)
 
 
 class DeltaMem(Memory):
@@ -204,8 +237,10 @@ class DeltaMem(Memory):
         self.extractor = extractor
         meta = store.meta()
         if config is None and not overrides and "config" in meta:
-            config = meta["config"]
-        self.config = _make_config(config, **overrides)
+            # a bank written before trigger modes existed embedded the raw texts
+            config = {"task_trigger": "goal", "env_trigger": "scene", **meta["config"]}
+        emb_name = embedder.name if embedder is not None else meta.get("embedder_name")
+        self.config = _make_config(config, emb_name, **overrides)
         self._apply_synchronous()
         if embedder is not None:
             self._check_embedder(meta)
@@ -347,8 +382,10 @@ class DeltaMem(Memory):
             raise InvalidInputError(f"task {task.id!r} has an empty goal")
 
     def queries(self, task: Task) -> dict[TreeName, str]:
-        """The query text of each tree (§3.1): goal → Task-Tree, scene → Env-Tree."""
-        return {"task": task.goal, "env": task.scene_text or task.goal}
+        """The query text of each tree (§3.1): goal → Task-Tree, scene → Env-Tree,
+        each in the config's trigger mode (:func:`deltamem.core.triggers.tree_texts`)."""
+        return tree_texts(task, self.config.task_trigger or "goal",
+                          self.config.env_trigger or "scene")
 
     # -- recall (§3.3) ---------------------------------------------------------------
     def match(self, task: Task) -> dict[TreeName, Match]:
@@ -635,10 +672,22 @@ class DeltaMem(Memory):
 
     # -- inspection ----------------------------------------------------------------------
     def nodes(self, tree: TreeName) -> list[Node]:
+        """Every node of one tree (``"task"`` or ``"env"``), parents before children, as
+        stored now (the bank is re-read first if another process wrote to it).
+
+        A :class:`~deltamem.core.tree.Node` has ``id``, ``tree``, ``kind`` (``ROOT`` /
+        ``RESIDUAL``), ``label`` (``SUCCESS`` / ``FAILURE``), ``parent`` (``None`` for a
+        root), ``depth`` (roots 1), ``success_hits`` c(v), ``consolidated``, ``trigger``
+        (the text its ``embedding`` was made from), ``seq`` (insertion order), ``payload``
+        (:class:`~deltamem.core.payload.Payload`), ``origin`` (``consolidated`` for a
+        root distilled by Eq. 8, with ``source`` the node it came from), ``episode_id``
+        and ``created_at``. Works on a bank opened for inspection (``embedder=None``).
+        """
         self._reload()
         return list(self.trees[tree])
 
     def chain(self, node_id: str) -> list[Node]:
+        """The root → ``node_id`` path (Eq. 7), root first; ``KeyError`` for an unknown id."""
         self._reload()
         for t in self.trees.values():
             if node_id in t:
@@ -678,6 +727,35 @@ class DeltaMem(Memory):
         out["rejections"] = len(self.store.rejections())
         return out
 
+    def export(self, path: str | Path) -> int:
+        """Write this bank to the JSONL file ``path`` (the same records as ``deltamem
+        export``); returns the number of records. See :func:`deltamem.export_bank`."""
+        from deltamem.store import export_jsonl
+
+        return export_jsonl(self.store, path)
+
+    @classmethod
+    def import_(
+        cls,
+        source: str | Path,
+        bank: str | Path,
+        *,
+        embedder: Embedder | None,
+        extractor: Extractor | None = None,
+        **overrides: Any,
+    ) -> DeltaMem:
+        """Load the JSONL export ``source`` into the new (empty) bank ``bank`` and open it.
+
+        The bank keeps the exported configuration and embedder record, so ``embedder``
+        must be the one the export was built with (else
+        :class:`~deltamem.errors.EmbedderMismatchError`); ``None`` opens it for
+        inspection. See :func:`deltamem.import_bank` for the errors of the import itself.
+        """
+        from deltamem.portable import import_bank
+
+        import_bank(source, bank)
+        return cls.open(bank, embedder=embedder, extractor=extractor, **overrides)
+
     def close(self) -> None:
         self.store.close()
 
@@ -699,10 +777,11 @@ def make(
 ) -> DeltaMem:
     """Registry factory (see :mod:`deltamem.memories`)."""
     if embedder is None:
-        raise ConfigError("DeltaMem needs an embedder")
+        raise ConfigError("DeltaMem needs an embedder (--embedder on the command line, "
+                          "e.g. minilm; embedder= in Python)")
     if extractor == "llm":
         if llm is None:
-            raise ConfigError("extractor 'llm' needs an llm")
+            raise ConfigError("extractor 'llm' needs an llm (--llm on the command line)")
         from deltamem.extract.llm import LLMExtractor
 
         extractor = LLMExtractor(llm)

@@ -21,6 +21,7 @@ import json
 import random
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from deltamem.envs.household import catalog
@@ -32,6 +33,7 @@ from deltamem.envs.household.generator import (
 )
 from deltamem.envs.household.play import AlfredGameEnv, GameRef
 from deltamem.errors import ConfigError, InvalidInputError
+from deltamem.types import Task
 
 __all__ = ["HouseholdEnv"]
 
@@ -92,6 +94,16 @@ class HouseholdEnv(AlfredGameEnv):
             write_game(generate_game(split, task_type, key, checker=self._checker), directory)
         return GameRef(path=path, split=split, task_type=task_type)
 
+    def reset(self, task_id: str) -> Task:
+        """Start the task; ``task.meta`` also carries ``room``, the room kind the game was
+        generated for (``kitchen``, ``bathroom``, ``bedroom``, ``living room``)."""
+        task = super().reset(task_id)
+        room = _room_kind(self.locate(task_id).path.parent / "traj_data.json")
+        if room:
+            task = replace(task, meta={**task.meta, "room": room})
+            self._task = task
+        return task
+
     def close(self) -> None:
         super().close()
         if self._tmp is not None:
@@ -107,6 +119,16 @@ def _parse_id(task_id: str) -> tuple[str, str, str]:
         raise InvalidInputError(
             f"not a household task id: {task_id!r} (expected <split>/<task_type>/<key>)")
     return parts[0], parts[1], parts[2]
+
+
+def _room_kind(traj_path: Path) -> str | None:
+    """``scene.room`` of a game's ``traj_data.json`` (``None`` when unreadable)."""
+    try:
+        data = json.loads(traj_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    room = data.get("scene", {}).get("room") if isinstance(data, dict) else None
+    return str(room) if room else None
 
 
 def _readable(path: Path) -> bool:
