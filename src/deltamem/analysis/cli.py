@@ -199,40 +199,6 @@ def eval_recall(
         console.print(f"wrote {write_report(report, out)}")
 
 
-def eval_recall(
-    env: Annotated[list[str], typer.Option(
-        "--env", help="Environment spec; repeat to interleave several (TextWorld families).")],
-    train_split: Annotated[str, typer.Option(help="Split whose solved tasks fill the bank.")]
-    = "train",
-    test_split: Annotated[str, typer.Option(help="Held-out split that is recalled.")]
-    = "unseen",
-    n_train: Annotated[int, typer.Option(help="Train tasks per environment.")] = 60,
-    n_test: Annotated[int, typer.Option(help="Held-out tasks per environment.")] = 30,
-    embedder: Annotated[str, typer.Option(help="Embedder spec.")] = "minilm",
-    option: Annotated[
-        list[str] | None, typer.Option("--option", "-o", help="DeltaMem option key=value.")
-    ] = None,
-    env_option: Annotated[
-        list[str] | None, typer.Option("--env-option", "-e", help="Environment option key=value.")
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Task-stream seed.")] = 0,
-    out: Annotated[Path | None, typer.Option(help="Write recall.md/.json/.png here.")] = None,
-) -> None:
-    """Recall quality of DeltaMem's trees with no LLM: warm rate, precision@1, score
-    distributions, per tree, on a bank filled from the environment's own solutions."""
-    from deltamem.analysis.recall_eval import eval_recall as run_eval
-    from deltamem.analysis.recall_eval import write_report
-    from deltamem.bench.config import parse_options
-
-    report = run_eval(env, train_split=train_split, test_split=test_split, n_train=n_train,
-                      n_test=n_test, embedder=embedder, options=parse_options(option or []),
-                      env_options=parse_options(env_option or []), seed=seed,
-                      progress=lambda msg: console.print(msg, end="\r"))
-    typer.echo("\n".join(report.markdown()))
-    if out is not None:
-        console.print(f"wrote {write_report(report, out)}")
-
-
 def register(app: typer.Typer) -> None:
     """Add ``compare``, ``table2``, ``table3``, ``table5``, ``depth-bars``, ``grid``,
     ``calibrate`` and ``eval-recall`` to ``app``."""
@@ -243,5 +209,4 @@ def register(app: typer.Typer) -> None:
     app.command("depth-bars")(depth_bars)
     app.command("grid")(grid)
     app.command("calibrate")(calibrate)
-    app.command("eval-recall")(eval_recall)
     app.command("eval-recall")(eval_recall)
