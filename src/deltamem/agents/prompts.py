@@ -17,6 +17,7 @@ The prompt is two chat messages::
             Task: <first observation (+ goal when the observation lacks it)>
             [N earlier steps are not shown.]   (when the history was trimmed)
             Thought: ... / Action: ... / Observation: ...   (the running history)
+            From memory, the next step: ...    (guide hint, when the agent has one)
             Available actions: ...             (when the list is short enough)
             <answer cue: free or constrained>
 
@@ -144,8 +145,12 @@ def build_messages(
     constrained: bool,
     history_chars: int,
     max_listed_actions: int,
+    hint: str | None = None,
 ) -> list[Message]:
-    """The chat messages for the next decision (layout in the module docstring)."""
+    """The chat messages for the next decision (layout in the module docstring).
+
+    ``hint`` (the agent's ``guide`` option) is one line put right before the action
+    list, where a small model reads it."""
     parts = [EXAMPLE_INTRO, "", prompts.example, SECTION]
     if recall.text.strip():
         parts += [recall.text.strip(), SECTION]
@@ -153,6 +158,8 @@ def build_messages(
     history = render_history(steps, history_chars)
     if history:
         parts.append(history)
+    if hint:
+        parts.append(hint)
     if admissible and len(admissible) <= max_listed_actions:
         parts.append("Available actions:\n" + "\n".join(f"- {a}" for a in admissible))
     parts.append(CONSTRAINED_CUE if constrained else FREE_CUE)

@@ -37,6 +37,15 @@ Contract of :meth:`ReActAgent.play`:
   normalised score; ``Episode.reward`` and ``Episode.success`` come from the
   last transition (0 and failure when the environment was never stepped).
   ``Episode.usage`` is the LLM usage spent during the episode.
+* **Guide** (``guide``, off by default: the paper's agent). ``hint``: the next
+  step of the recalled procedure, filled from the current goal and made concrete
+  against the admissible actions (:mod:`deltamem.agents.guide`), is shown as one
+  line right before the action list. ``prior`` (constrained mode): the hint, and
+  the choice is made among the admissible actions that realise that step (an
+  unbounded bonus for them over the rest; among all admissible actions when none
+  does, or when the repeat limit leaves none of them). The guide reads only the
+  recall, the goal, the admissible actions and the episode so far — the same for
+  every memory system; with an empty recall it does nothing.
 * Deterministic whenever the LLM and the environment are.
 """
 
@@ -44,7 +53,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
+from typing import Literal
 
+from deltamem.agents.guide import Guide
 from deltamem.agents.parsing import has_placeholder, match_action, parse_reply
 from deltamem.agents.prompts import build_messages, load_agent_prompts
 from deltamem.envs.base import Environment, Transition
@@ -93,6 +104,8 @@ class ReActAgent:
         temperature: sampling temperature (0 in the paper).
         repeat_limit: constrained mode: leave out an action already taken this many
             times from the current observation (None: off; see module doc).
+        guide: how recalled steps reach the choice: ``off``, ``hint``, ``prior``
+            (see module doc).
     """
 
     llm: LLMClient
@@ -105,6 +118,7 @@ class ReActAgent:
     max_tokens: int = 256
     temperature: float = 0.0
     repeat_limit: int | None = None
+    guide: Literal["off", "hint", "prior"] = "off"
 
     def play(self, env: Environment, task: Task, recall: Recall) -> Episode:
         """Play ``task`` (already reset in ``env``) with ``recall`` shown; see the module doc."""
@@ -116,19 +130,31 @@ class ReActAgent:
             raise ConfigError(f"history_chars must be >= 0, got {self.history_chars}")
         if self.repeat_limit is not None and self.repeat_limit < 1:
             raise ConfigError(f"repeat_limit must be >= 1 or None, got {self.repeat_limit}")
+        if self.guide not in ("off", "hint", "prior"):
+            raise ConfigError(f"guide must be off, hint or prior, got {self.guide!r}")
+        guide = Guide(recall.text, task.goal) if self.guide != "off" and recall.text else None
+        offered: dict[str, None] = {}
         before = self.llm.usage.snapshot()
         steps: list[Step] = []
         last: Transition | None = None
         score = 0.0
         for _ in range(cap):
             admissible = tuple(env.admissible_actions())
+            advice = None
+            if guide is not None:
+                offered.update(dict.fromkeys(admissible))
+                advice = guide.advise(admissible, [s.action for s in steps if s.valid], offered)
             messages = build_messages(
                 prompts, task, recall, steps, admissible,
                 constrained=self.constrained, history_chars=self.history_chars,
                 max_listed_actions=self.max_listed_actions,
+                hint=advice.hint if advice is not None else None,
             )
             if self.constrained:
                 options = self._without_loops(admissible, task, steps)
+                if advice is not None and self.guide == "prior":
+                    favoured = tuple(a for a in options if a in advice.actions)
+                    options = favoured or options
                 thought, action, to_send = "", *self._choose(messages, options, env)
             else:
                 thought, action, to_send = self._think_act(messages, admissible)

@@ -11,6 +11,13 @@ Protocols (paper §4.1, §4.3):
   bank, so both start from the same bytes. A frozen phase checks that its bank
   is byte-identical at the end and raises :class:`StoreError` if the memory
   changed it anyway.
+* Demonstrations: ``train_agent = "expert"`` (or ``"expert:noise=P"``) has the
+  build phase played by the environment's own solution
+  (:class:`~deltamem.agents.expert.ExpertAgent`, no LLM call), so the bank is built
+  from demonstrations; memory writes still use the configured extractor. Every
+  system given the same config gets the same demonstrations in the same order.
+  ``agent`` names the policy of the other phases (``react``: the LLM agent). Each
+  record of ``episodes.jsonl`` names its policy under ``agent``.
 
 Run directory::
 
@@ -66,6 +73,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from deltamem.agents.expert import ExpertAgent, parse_expert_spec
 from deltamem.agents.react import ReActAgent
 from deltamem.bench.config import CONFIG_FILE, RunConfig
 from deltamem.bench.results import EPISODES_FILE, EpisodeLog, RunResult, summarize
@@ -194,7 +202,15 @@ class _Session:
             llm, domain=self.domain, constrained=config.constrained,
             max_steps=config.max_steps, history_chars=config.history_chars,
             repeat_limit=config.repeat_limit, max_listed_actions=config.max_listed_actions,
+            guide=config.guide,
         )
+
+    def _policy(self, phase: _Phase) -> str:
+        """The spec of the policy that plays ``phase`` (recorded with every episode)."""
+        c = self.config
+        if phase.name == "build" and c.train_agent is not None:
+            return c.train_agent.strip()
+        return c.agent.strip()
 
     # -- planning ---------------------------------------------------------------------------
 
@@ -294,7 +310,12 @@ class _Session:
                         self.config.max_steps or self.env.max_steps(task))
         recall = memory.recall(task)
         env: Any = _WatchedEnv(self.env, display)  # reports each step to the progress display
-        if getattr(memory, "agent", "react") == "ariadne":  # step-level memories (AriGraph)
+        policy = self._policy(phase)
+        noise = parse_expert_spec(policy)
+        if noise is not None:  # a demonstration: the environment's solution, no LLM
+            episode = ExpertAgent(noise=noise, seed=self.config.seed,
+                                  max_steps=self.config.max_steps).play(env, task, recall)
+        elif getattr(memory, "agent", "react") == "ariadne":  # step-level memories (AriGraph)
             from deltamem.agents.ariadne import AriadneAgent
 
             episode = AriadneAgent(self.llm, domain=self.domain,
@@ -309,6 +330,7 @@ class _Session:
             "position": index - phase.start,
             "task_id": task_id,
             "split": phase.split,
+            "agent": policy,
             "episode_id": episode.id,
             "success": bool(episode.success),
             "reward": float(episode.reward),
