@@ -18,6 +18,7 @@ __all__ = [
     "Change",
     "Changes",
     "Episode",
+    "Match",
     "Recall",
     "RecallItem",
     "Step",
@@ -98,11 +99,20 @@ class Step:
 
 @dataclass
 class UsageCount:
-    """Calls and tokens for one purpose."""
+    """Calls and tokens for one purpose, and what it took to get them.
+
+    ``calls`` counts completions returned; ``attempts`` the requests sent to the backend
+    (failed ones included, so a call that failed after its retries adds attempts but no
+    call); ``retries`` the attempts after a call's first; ``retry_wait`` the seconds slept
+    between them. :meth:`Usage.to_dict` leaves the three out when nothing was retried.
+    """
 
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    attempts: int = 0
+    retries: int = 0
+    retry_wait: float = 0.0
 
     @property
     def total_tokens(self) -> int:
@@ -115,15 +125,23 @@ class Usage:
 
     by_purpose: dict[str, UsageCount] = field(default_factory=dict)
 
-    def add(self, purpose: str, prompt_tokens: int, completion_tokens: int, calls: int = 1) -> None:
+    def add(
+        self, purpose: str, prompt_tokens: int, completion_tokens: int, calls: int = 1,
+        *, attempts: int | None = None, retries: int = 0, retry_wait: float = 0.0,
+    ) -> None:
+        """Count ``calls`` (``attempts`` defaults to ``calls``: no retries)."""
         c = self.by_purpose.setdefault(purpose, UsageCount())
         c.calls += calls
         c.prompt_tokens += prompt_tokens
         c.completion_tokens += completion_tokens
+        c.attempts += calls if attempts is None else attempts
+        c.retries += retries
+        c.retry_wait += retry_wait
 
     def merge(self, other: Usage) -> None:
         for purpose, c in other.by_purpose.items():
-            self.add(purpose, c.prompt_tokens, c.completion_tokens, c.calls)
+            self.add(purpose, c.prompt_tokens, c.completion_tokens, c.calls,
+                     attempts=c.attempts, retries=c.retries, retry_wait=c.retry_wait)
 
     def snapshot(self) -> Usage:
         out = Usage()
@@ -136,9 +154,12 @@ class Usage:
         for purpose, c in self.by_purpose.items():
             e = earlier.by_purpose.get(purpose, UsageCount())
             d = (c.calls - e.calls, c.prompt_tokens - e.prompt_tokens,
-                 c.completion_tokens - e.completion_tokens)
-            if any(d):
-                out.add(purpose, d[1], d[2], d[0])
+                 c.completion_tokens - e.completion_tokens, c.attempts - e.attempts,
+                 c.retries - e.retries)
+            wait = c.retry_wait - e.retry_wait
+            if any(d) or wait:
+                out.add(purpose, d[1], d[2], d[0], attempts=d[3], retries=d[4],
+                        retry_wait=wait)
         return out
 
     @property
@@ -149,12 +170,26 @@ class Usage:
     def calls(self) -> int:
         return sum(c.calls for c in self.by_purpose.values())
 
-    def to_dict(self) -> dict[str, dict[str, int]]:
-        return {p: asdict(c) for p, c in sorted(self.by_purpose.items())}
+    @property
+    def retries(self) -> int:
+        return sum(c.retries for c in self.by_purpose.values())
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        """By purpose: calls and tokens; ``attempts``, ``retries`` and ``retry_wait`` only
+        where a purpose needed more requests than calls (absent means none)."""
+        out: dict[str, dict[str, float]] = {}
+        for p, c in sorted(self.by_purpose.items()):
+            d = asdict(c)
+            if c.attempts == c.calls and not c.retries and not c.retry_wait:
+                for k in ("attempts", "retries", "retry_wait"):
+                    del d[k]
+            out[p] = d
+        return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Mapping[str, int]]) -> Usage:
-        return cls({p: UsageCount(**c) for p, c in data.items()})
+    def from_dict(cls, data: Mapping[str, Mapping[str, float]]) -> Usage:
+        return cls({p: UsageCount(**{"attempts": c.get("calls", 0), **c})  # type: ignore[arg-type]
+                    for p, c in data.items()})
 
 
 @dataclass(frozen=True)
@@ -230,13 +265,57 @@ class RecallItem:
 
 
 @dataclass(frozen=True)
+class Match:
+    """The best node a tree offered for a task (DeltaMem, paper Eq. 6), read from a
+    :class:`Recall` with :attr:`Recall.matches`.
+
+    Attributes:
+        tree: ``task`` (Task-Tree, queried with the goal) or ``env`` (Env-Tree, queried
+            with the scene).
+        node_id: the best-scoring node v*, ``None`` when the tree is empty.
+        score: its score s(v*) = cos(query, trigger) − ε for a FAILURE node (``None``:
+            empty tree).
+        tau: the acceptance threshold τ of that tree.
+        accepted: ``score >= tau``. Accepted: the chain was recalled, and ``learn``
+            writes a RESIDUAL under v* (warm start). Not accepted: nothing was recalled
+            from this tree, and ``learn`` writes a new ROOT (cold start).
+        chain: the ids of the recalled root → v* chain (Eq. 7), root first; empty when
+            not accepted.
+    """
+
+    tree: str
+    node_id: str | None
+    score: float | None
+    tau: float
+    accepted: bool
+    chain: tuple[str, ...] = ()
+
+    @classmethod
+    def from_detail(cls, tree: str, detail: Mapping[str, Any]) -> Match:
+        """Build from one entry of :attr:`Recall.details` (keys ``node_id``, ``score``,
+        ``tau``, ``accepted``, ``chain``)."""
+        score = detail.get("score")
+        return cls(
+            tree=tree,
+            node_id=detail.get("node_id"),
+            score=None if score is None else float(score),
+            tau=float(detail.get("tau", math.nan)),
+            accepted=bool(detail.get("accepted")),
+            chain=tuple(detail.get("chain") or ()),
+        )
+
+
+@dataclass(frozen=True)
 class Recall:
     """What a memory returns for a task: prompt text plus the structure behind it.
 
     ``text`` is what goes into the agent prompt (memory header included), or
-    ``""`` when nothing was recalled. ``details`` carries system-specific facts
-    that ``learn`` needs again (DeltaMem keeps each tree's best match there) and
-    that reports show; it must be JSON-serialisable.
+    ``""`` when nothing was recalled. ``items`` are the recalled units, in prompt
+    order. ``details`` carries system-specific facts that ``learn`` needs again and
+    that reports show; it must be JSON-serialisable. DeltaMem keeps one entry per
+    enabled tree there (``details["task"]``, ``details["env"]``), each with the keys
+    ``node_id``, ``score``, ``tau``, ``accepted`` and ``chain``: read them typed
+    through :attr:`matches`.
     """
 
     text: str = ""
@@ -246,6 +325,15 @@ class Recall:
     @property
     def empty(self) -> bool:
         return not self.text
+
+    @property
+    def matches(self) -> dict[str, Match]:
+        """Each tree's best match, by tree name (``{}`` for memories without trees)."""
+        return {
+            str(tree): Match.from_detail(str(tree), d)
+            for tree, d in self.details.items()
+            if isinstance(d, Mapping) and "accepted" in d and "node_id" in d
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {"text": self.text, "items": [asdict(i) for i in self.items],

@@ -238,3 +238,70 @@ def test_missing_usage_is_estimated() -> None:
 )
 def test_is_local_url(url: str | None, local: bool) -> None:
     assert is_local_url(url) is local
+
+
+class RawServer(Server):
+    """Like :class:`Server`, but a reply may be raw bytes (sent as the body as they are)."""
+
+    def __call__(self, request: Any) -> Any:
+        body = json.loads(request.content)
+        self.requests.append(body)
+        status, payload = self.replies.pop(0)  # type: ignore[union-attr]
+        if isinstance(payload, bytes):
+            return httpx.Response(status, content=payload,
+                                  headers={"content-type": "application/json"})
+        return httpx.Response(status, json=payload)
+
+
+@pytest.mark.parametrize("body", [b"<html>bad gateway</html>", b'{"choices": [', b"",
+                                  b'{"id": "x", "object": "chat.completion"}', b'"just text"'])
+def test_a_200_that_is_not_a_completion_is_retried(body: bytes) -> None:
+    server = RawServer([(200, body), (200, ok_body("fine"))])
+    llm, delays = make(server, backoff=0.5)
+    out = llm.complete(MSGS, purpose="act")
+    assert out.text == "fine" and len(server.requests) == 2 and len(delays) == 1
+    c = llm.usage.by_purpose["act"]
+    assert (c.calls, c.attempts, c.retries) == (1, 2, 1)
+    assert c.retry_wait == pytest.approx(delays[0])
+
+
+def test_a_200_that_is_never_a_completion_fails_as_llm_error() -> None:
+    server = RawServer([(200, b"<html>") for _ in range(3)])
+    llm, _ = make(server, max_retries=2)
+    with pytest.raises(LLMError, match="after 3 tries: the reply is not a chat completion"):
+        llm.complete(MSGS, purpose="act")
+    c = llm.usage.by_purpose["act"]
+    assert (c.calls, c.attempts, c.retries) == (0, 3, 2)
+
+
+def test_attempts_retries_and_wait_are_counted_per_purpose_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = RawServer([(500, {"error": {"message": "x"}}), (429, {"error": "slow"}),
+                        (200, ok_body("a")), (200, ok_body("b")),
+                        (200, b"not json"), (200, ok_body("c"))])
+    llm, delays = make(server, backoff=1.0)
+    with caplog.at_level("WARNING", logger="deltamem.llm.openai_compat"):
+        llm.complete(MSGS, purpose="act")
+        llm.complete(MSGS, purpose="extract")
+        llm.complete(MSGS, purpose="extract")
+    act, ext = llm.usage.by_purpose["act"], llm.usage.by_purpose["extract"]
+    assert (act.calls, act.attempts, act.retries) == (1, 3, 2)
+    assert (ext.calls, ext.attempts, ext.retries) == (2, 3, 1)
+    assert act.retry_wait + ext.retry_wait == pytest.approx(sum(delays))
+    assert llm.usage.calls + llm.usage.retries == len(server.requests) == 6
+    retries = [r for r in caplog.records if "retry" in r.getMessage()]
+    assert len(retries) == 3 and all(r.levelname == "WARNING" for r in retries)
+    assert "retry 1/5" in retries[0].getMessage() and "(act)" in retries[0].getMessage()
+    d = llm.usage.to_dict()
+    assert d["extract"]["retries"] == 1 and d["act"]["attempts"] == 3
+
+
+def test_a_wrapping_cache_counts_the_inner_retries(tmp_path: Any) -> None:
+    from deltamem.llm.replay import RecordReplayLLM
+
+    server = RawServer([(503, {"error": "busy"}), (200, ok_body("x"))])
+    inner, _ = make(server)
+    llm = RecordReplayLLM(inner, tmp_path / "cache.jsonl", mode="auto")
+    llm.complete(MSGS, purpose="act")
+    assert llm.usage.by_purpose["act"].retries == 1 == inner.usage.by_purpose["act"].retries

@@ -6,7 +6,10 @@ as such) one row: memory system, env/split, episodes, success rate and mean
 reward each with a 95 % bootstrap interval, mean steps, LLM tokens per episode
 by purpose and the bank size after the phase. Then the Table-1 layout: one
 row per memory system, one column per env/split, mean reward with its
-interval, the best mean of each column in bold.
+interval, the best mean of each column in bold. Last, when any run retried an
+LLM request, the requests each phase needed per purpose: attempts, retries and
+seconds waited between them (a flaky endpoint shows up here, not as a silent
+slowdown).
 """
 
 from __future__ import annotations
@@ -56,8 +59,33 @@ def compare(
         "Bank size: stored units after the phase's last episode.", "",
         "## Mean reward by memory system (Table 1 layout)", "",
         *pivot((run, st) for run, st in rows if st.phase in EVAL_PHASES), "",
+        *retry_table(runs),
     ]
     return write_markdown(Path(out) / COMPARE_FILE, lines)
+
+
+def retry_table(runs: Iterable[Run]) -> list[str]:
+    """LLM attempts, retries and retry wait (seconds) per run, phase and purpose (totals);
+    no table when no run retried anything."""
+    body = []
+    for run in runs:
+        for phase, records in run.phases().items():
+            sums: dict[str, list[float]] = {}
+            for r in records:
+                for purpose, c in (r.get("usage") or {}).items():
+                    s = sums.setdefault(purpose, [0, 0, 0, 0.0])
+                    s[0] += int(c.get("calls", 0))
+                    s[1] += int(c.get("attempts", c.get("calls", 0)))
+                    s[2] += int(c.get("retries", 0))
+                    s[3] += float(c.get("retry_wait", 0.0))
+            for purpose, (calls, attempts, retries, wait) in sorted(sums.items()):
+                body.append([run.name, phase, purpose, f"{calls:.0f}", f"{attempts:.0f}",
+                             f"{retries:.0f}", f"{wait:.1f}"])
+    if not any(row[5] != "0" for row in body):
+        return []  # no retries anywhere: nothing to show
+    return ["## LLM requests and retries", "",
+            *table(["run", "phase", "purpose", "calls", "attempts", "retries", "retry wait s"],
+                   body), ""]
 
 
 def pivot(cells: Iterable[tuple[Run, PhaseStats]], *, row_label: str = "memory") -> list[str]:

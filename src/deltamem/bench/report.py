@@ -119,23 +119,26 @@ def _results_section(
 def _tokens_section(phases: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
     out = [
         "## LLM usage per episode", "",
-        "| phase | purpose | calls | prompt tokens | completion tokens | total tokens |",
-        "|---|---|---|---|---|---|",
+        "| phase | purpose | calls | prompt tokens | completion tokens | total tokens "
+        "| retries (phase total) | retry wait s (phase total) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, rs in phases.items():
-        sums: dict[str, list[int]] = {}
+        sums: dict[str, list[float]] = {}
         for r in rs:
             for purpose, c in (r.get("usage") or {}).items():
-                s = sums.setdefault(purpose, [0, 0, 0])
+                s = sums.setdefault(purpose, [0, 0, 0, 0, 0.0])
                 s[0] += int(c.get("calls", 0))
                 s[1] += int(c.get("prompt_tokens", 0))
                 s[2] += int(c.get("completion_tokens", 0))
+                s[3] += int(c.get("retries", 0))
+                s[4] += float(c.get("retry_wait", 0.0))
         n = len(rs)
         if not sums:
-            out.append(f"| {name} | - | 0 | 0 | 0 | 0 |")
-        for purpose, (calls, p, c) in sorted(sums.items()):
+            out.append(f"| {name} | - | 0 | 0 | 0 | 0 | 0 | 0 |")
+        for purpose, (calls, p, c, retries, wait) in sorted(sums.items()):
             out.append(f"| {name} | {purpose} | {calls / n:.1f} | {p / n:.0f} | {c / n:.0f} "
-                       f"| {(p + c) / n:.0f} |")
+                       f"| {(p + c) / n:.0f} | {retries:.0f} | {wait:.1f} |")
     return [*out, ""]
 
 

@@ -2,7 +2,9 @@
 
 Every backend (OpenAI-compatible, local llama.cpp, record/replay, scripted)
 subclasses :class:`BaseLLM` and implements :meth:`BaseLLM._complete`; the base
-class validates arguments and counts calls and tokens per *purpose*.
+class validates arguments and counts calls, tokens, attempts, retries and the time spent
+waiting between retries per *purpose* (a call that fails after its retries still adds its
+attempts and wait, from :class:`~deltamem.errors.LLMError`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from deltamem.errors import ConfigError
+from deltamem.errors import ConfigError, LLMError
 from deltamem.types import Usage
 
 Message = Mapping[str, str]
@@ -26,7 +28,10 @@ class Completion:
 
     ``text`` is the raw output. When the call was made with ``choices``, it is
     exactly one of them. Token counts come from the backend when it reports
-    them, else from a whitespace estimate (``estimated=True``).
+    them, else from a whitespace estimate (``estimated=True``). ``attempts`` is how
+    many requests the backend sent for it (1 + retries) and ``retry_wait`` the seconds
+    it slept between them; a record/replay cache keeps both, so a replayed run reports
+    the usage of the recorded one.
     """
 
     text: str
@@ -34,6 +39,8 @@ class Completion:
     completion_tokens: int = 0
     model: str = ""
     estimated: bool = False
+    attempts: int = 1
+    retry_wait: float = 0.0
 
 
 @runtime_checkable
@@ -105,12 +112,21 @@ class BaseLLM(ABC):
                 raise ConfigError("choices must not be empty")
         if schema is not None and choices is not None:
             raise ConfigError("give either schema or choices, not both")
-        out = self._complete(
-            messages, schema=schema, choices=choices, max_tokens=max_tokens,
-            temperature=temperature, purpose=purpose,
-        )
+        try:
+            out = self._complete(
+                messages, schema=schema, choices=choices, max_tokens=max_tokens,
+                temperature=temperature, purpose=purpose,
+            )
+        except LLMError as e:
+            if e.attempts:
+                with self._lock:
+                    self.usage.add(purpose, 0, 0, 0, attempts=e.attempts,
+                                   retries=max(0, e.attempts - 1), retry_wait=e.retry_wait)
+            raise
         with self._lock:
-            self.usage.add(purpose, out.prompt_tokens, out.completion_tokens)
+            self.usage.add(purpose, out.prompt_tokens, out.completion_tokens,
+                           attempts=out.attempts, retries=max(0, out.attempts - 1),
+                           retry_wait=out.retry_wait)
         return out
 
     @abstractmethod

@@ -11,11 +11,17 @@ Contract:
   local servers (Ollama, vLLM, llama.cpp) do not check it. Otherwise a missing
   key raises :class:`~deltamem.errors.LLMUnavailableError` naming the variable.
 * The ``openai`` client's own retries are disabled. We retry timeouts,
-  connection errors, HTTP 429 and 5xx with exponential backoff and jitter
+  connection errors, HTTP 429 and 5xx, and 200 replies that are not a chat
+  completion (a body that is not JSON, or JSON without ``choices``: a cut proxy,
+  a server bug) with exponential backoff and jitter
   (``backoff * 2**attempt`` seconds scaled by a random factor in [0.5, 1.5],
   at least the server's ``Retry-After`` when given, at most 60 s), up to
   ``max_retries`` retries after the first try. Any other 4xx fails at once.
   Failure raises :class:`~deltamem.errors.LLMError` with the status and message.
+  Every retry is logged as a warning (what failed, which retry, how long the wait)
+  and counted: the :class:`~deltamem.llm.base.Completion` carries the attempts and
+  the seconds waited, which :class:`~deltamem.llm.base.BaseLLM` adds to ``usage``
+  per purpose (a call that fails for good still counts its attempts).
 * ``schema`` is sent as ``response_format={"type": "json_schema", ...,
   "strict": True}`` when ``use_json_schema``. If the server answers 400 about
   ``response_format``/``json_schema``, the client switches (for this and every
@@ -193,24 +199,26 @@ class OpenAICompatLLM(BaseLLM):
     def _complete(self, messages, *, schema, choices, max_tokens, temperature, purpose):
         client = self._get_client()
         target = choice_schema(choices) if choices is not None else schema
+        tries = _Tries()
         while True:
             use_schema = self._json_schema_ok
             request = self._build_request(messages, target, max_tokens, temperature, use_schema)
             try:
-                response = self._send(client, request, purpose)
+                response, text = self._send(client, request, purpose, tries)
                 break
             except _ResponseFormatRejected as e:
                 if not use_schema:
                     raise LLMError(
                         f"{self.name}: server rejected response_format json_object "
-                        f"(purpose {purpose!r}): {e}"
+                        f"(purpose {purpose!r}): {e}", attempts=tries.attempts,
+                        retry_wait=tries.wait,
                     ) from e
                 log.warning(
                     "%s: server rejected json_schema response_format (%s); "
                     "using json_object mode from now on", self.name, e,
                 )
                 self._json_schema_ok = False
-        return self._to_completion(response, messages, choices, purpose)
+        return self._to_completion(response, text, messages, choices, tries)
 
     def _build_request(
         self,
@@ -242,13 +250,18 @@ class OpenAICompatLLM(BaseLLM):
             })
         return request
 
-    def _send(self, client: Any, request: dict[str, Any], purpose: str) -> Any:
+    def _send(
+        self, client: Any, request: dict[str, Any], purpose: str, tries: _Tries
+    ) -> tuple[Any, str]:
+        """The response and its text, after retries of transient faults (module doc)."""
         import openai
 
         attempts = self.max_retries + 1
         for attempt in range(attempts):
+            tries.attempts += 1
             try:
-                return client.chat.completions.create(**request)
+                response = client.chat.completions.create(**request)
+                return response, self._reply_text(response, purpose, tries)
             except openai.APIStatusError as e:
                 status = e.status_code
                 if status == 400 and "response_format" in request and _about_format(e):
@@ -259,17 +272,38 @@ class OpenAICompatLLM(BaseLLM):
             except openai.APIConnectionError as e:  # includes APITimeoutError
                 retryable, retry_after = True, None
                 detail = f"{type(e).__name__}: {e}"
+            except (json.JSONDecodeError, openai.APIResponseValidationError, _NotACompletion) as e:
+                retryable, retry_after = True, None
+                detail = f"the reply is not a chat completion ({_short(e)})"
             if not retryable:
-                raise LLMError(f"{self.name} call for {purpose!r} failed: {detail}")
+                raise LLMError(f"{self.name} call for {purpose!r} failed: {detail}",
+                               attempts=tries.attempts, retry_wait=tries.wait)
             if attempt == attempts - 1:
                 raise LLMError(
-                    f"{self.name} call for {purpose!r} failed after {attempts} tries: {detail}"
+                    f"{self.name} call for {purpose!r} failed after {attempts} tries: {detail}",
+                    attempts=tries.attempts, retry_wait=tries.wait,
                 )
             delay = self._delay(attempt, retry_after)
-            log.info("%s: %s; retry %d/%d in %.1fs", self.name, detail, attempt + 1,
-                     self.max_retries, delay)
+            tries.wait += delay
+            log.warning("%s (%s): %s; retry %d/%d in %.1f s", self.name, purpose, detail,
+                        attempt + 1, self.max_retries, delay)
             self.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _reply_text(self, response: Any, purpose: str, tries: _Tries) -> str:
+        """The reply's message text; :class:`_NotACompletion` when it is not a completion."""
+        if isinstance(response, (str, bytes)):  # a body the client could not parse as JSON
+            raise _NotACompletion(f"body {str(response)[:60]!r}")
+        try:
+            text = response.choices[0].message.content
+        except (AttributeError, IndexError, TypeError, KeyError) as e:
+            raise _NotACompletion(f"no choices[0].message: {_short(e)}") from e
+        if text is None:
+            raise LLMError(f"{self.name}: empty response (refusal?) for {purpose!r}",
+                           attempts=tries.attempts, retry_wait=tries.wait)
+        if not isinstance(text, str):
+            raise _NotACompletion(f"message content is {type(text).__name__}")
+        return text
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         delay = self.backoff * (2**attempt) * self._rng.uniform(0.5, 1.5)
@@ -278,27 +312,23 @@ class OpenAICompatLLM(BaseLLM):
         return min(delay, _MAX_DELAY)
 
     def _to_completion(
-        self, response: Any, messages: Sequence[Message], choices: Sequence[str] | None,
-        purpose: str,
+        self, response: Any, text: str, messages: Sequence[Message],
+        choices: Sequence[str] | None, tries: _Tries,
     ) -> Completion:
-        try:
-            text = response.choices[0].message.content
-        except (AttributeError, IndexError, TypeError) as e:
-            raise LLMError(f"{self.name}: malformed response for {purpose!r}: {e}") from e
-        if text is None:
-            raise LLMError(f"{self.name}: empty response (refusal?) for {purpose!r}")
         if choices is not None:
             text = self._pick(text, choices)
         usage = getattr(response, "usage", None)
         prompt = getattr(usage, "prompt_tokens", None)
         completion = getattr(usage, "completion_tokens", None)
-        estimated = prompt is None or completion is None
+        estimated = not isinstance(prompt, int) or not isinstance(completion, int)
         if estimated:
             prompt = estimate_tokens(prompt_text(messages))
             completion = estimate_tokens(text)
+        model = getattr(response, "model", None)
         return Completion(
             text=text, prompt_tokens=int(prompt), completion_tokens=int(completion),
-            model=getattr(response, "model", None) or self.model, estimated=estimated,
+            model=model if isinstance(model, str) and model else self.model,
+            estimated=estimated, attempts=tries.attempts, retry_wait=tries.wait,
         )
 
     def _pick(self, raw: str, choices: Sequence[str]) -> str:
@@ -320,6 +350,23 @@ class OpenAICompatLLM(BaseLLM):
 
 class _ResponseFormatRejected(Exception):
     """Internal: the server does not support the requested response_format."""
+
+
+class _NotACompletion(Exception):
+    """Internal: a 200 reply that is not a chat completion (retried like a transient fault)."""
+
+
+class _Tries:
+    """Internal: requests sent and seconds waited for one call (format fallback included)."""
+
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.wait = 0.0
+
+
+def _short(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}"
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _message(e: Any) -> str:
