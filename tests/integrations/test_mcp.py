@@ -26,6 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from deltamem.embed import HashingEmbedder
+from deltamem.errors import ConfigError
 from deltamem.integrations.mcp.server import build_server, http_app
 from deltamem.integrations.mcp.service import BankService, is_single_bank
 from deltamem.server.auth import KeyRing
@@ -283,6 +284,9 @@ def test_target_kind_and_http_needs_a_storage(tmp_path: Path) -> None:
     assert not is_single_bank(str(tmp_path / "folder"))
     assert is_single_bank("postgresql://u@h/db?bank=team/a")
     assert not is_single_bank("postgresql://u@h/db")
+    with pytest.raises(ConfigError, match="cannot be split between tenants"):
+        build_server(BankService(tmp_path / "one.db", embedder=HashingEmbedder()),
+                     keys=KeyRing.from_keys({KEY_A: "alice"}))
     r = CliRunner().invoke(app, ["mcp", str(tmp_path / "x.db"), "--http"])
     assert r.exit_code != 0 and "give a storage" in str(r.exception)
     keys = tmp_path / "keys.json"

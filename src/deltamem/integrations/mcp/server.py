@@ -41,7 +41,7 @@ from mcp_types import Resource as MCPResource
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from deltamem.errors import DeltaMemError
+from deltamem.errors import ConfigError, DeltaMemError
 from deltamem.integrations.mcp.service import BankService, LearnResult, RecallResult
 from deltamem.server import models as m
 from deltamem.server.auth import KeyRing
@@ -100,6 +100,9 @@ def build_server(
     from deltamem.integrations.mcp.service import check_tenant
 
     check_tenant(tenant)
+    if keys is not None and service.single:
+        raise ConfigError("one bank cannot be split between tenants: serve a storage (a folder "
+                          "or a postgresql:// URL without bank=) to API-key clients")
     server: MCPServer = MCPServer(
         "deltamem",
         title="deltamem experience memory",
