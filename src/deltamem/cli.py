@@ -304,6 +304,21 @@ def run(
     protocol: Annotated[
         str | None, typer.Option(help="online | train-to-test (default: online)")
     ] = None,
+    train_agent: Annotated[
+        str | None,
+        typer.Option(help="train-to-test: who plays the build phase: react (the LLM agent, "
+                     "default) or expert / expert:noise=P (the environment's solution, "
+                     "each action replaced at random with probability P).")
+    ] = None,
+    train_episodes: Annotated[
+        int | None, typer.Option(help="train-to-test: build-phase episodes (default: all).")
+    ] = None,
+    guide: Annotated[
+        str | None,
+        typer.Option(help="How the agent uses the recalled procedure: off (the paper's "
+                     "agent, default), hint (next recalled step before the action list), "
+                     "prior (hint, and the choice among the actions realising it).")
+    ] = None,
     constrained: Annotated[
         bool | None,
         typer.Option("--constrained/--free",
@@ -351,6 +366,9 @@ def run(
         episodes=episodes,
         seed=seed,
         protocol=protocol,
+        train_agent=train_agent,
+        train_episodes=train_episodes,
+        guide=guide,
         constrained=constrained,
         max_steps=max_steps,
         repeat_limit=repeat_limit,
