@@ -35,6 +35,7 @@ __all__ = [
     "ACTIONS",
     "DEFAULT_LEVELS",
     "BabyAIEnv",
+    "bot_plan",
     "describe_view",
     "expert_actions",
     "relative_position",
@@ -260,28 +261,45 @@ class BabyAIEnv(Environment):
             return inner.carrying is not None and front is None
         return front is not None and front.type in ("door", "box")
 
-    def current_state(self) -> Any:
-        """The underlying minigrid environment (for the expert bot)."""
-        return self._env
+    def solution(self) -> list[str] | None:
+        """The BabyAI bot's plan from the current state (see :func:`bot_plan`)."""
+        return self.replan()
+
+    def replan(self) -> list[str] | None:
+        if self._env is None or self._done:
+            return None
+        return bot_plan(self._env, limit=max(1, (self._task.max_steps if self._task else 64)
+                                             - self._steps)) or None
 
 
-def expert_actions(env: BabyAIEnv, task_id: str, limit: int = 200) -> list[str]:
-    """The BabyAI bot's action texts solving ``task_id`` (a demonstration; resets ``env``).
+def bot_plan(gym_env: Any, limit: int = 200) -> list[str]:
+    """The BabyAI bot's actions from ``gym_env``'s current state, planned on a copy.
 
-    The bot (``minigrid.utils.baby_ai_bot``) plans on the hidden full state; its
-    trajectory is an expert demonstration, not something the text agent could see.
+    The bot (``minigrid.utils.baby_ai_bot``) reads the hidden full state: its plan is an
+    expert demonstration, never something the text agent sees. Empty when the bot finds
+    no winning plan within ``limit`` actions.
     """
+    import copy
+
     from minigrid.utils.baby_ai_bot import BabyAIBot
 
-    env.reset(task_id)
-    bot = BabyAIBot(env.current_state())
+    sim = copy.deepcopy(gym_env.unwrapped)
+    bot = BabyAIBot(sim)
     out: list[str] = []
     for _ in range(limit):
         idx = int(bot.replan())
         if idx >= len(ACTIONS):  # 'done': the bot thinks the mission is accomplished
-            break
+            return []
         out.append(ACTIONS[idx])
-        t = env.step(ACTIONS[idx])
-        if t.done:
-            break
-    return out
+        _, reward, terminated, truncated, _ = sim.step(idx)
+        if terminated:
+            return out if reward > 0 else []
+        if truncated:
+            return []
+    return []
+
+
+def expert_actions(env: BabyAIEnv, task_id: str, limit: int = 200) -> list[str]:
+    """The bot's winning actions for ``task_id`` from its start (resets ``env``)."""
+    env.reset(task_id)
+    return bot_plan(env._env, limit)
