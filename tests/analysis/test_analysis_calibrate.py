@@ -54,14 +54,19 @@ def test_queries_are_compared_with_passages() -> None:
     assert calibrate_tree(q, quantile=0.5).tau_exact == pytest.approx(0.0, abs=1e-9)
 
 
-def test_labels_are_a_diagnostic_only() -> None:
+def test_labels_select_the_f1_rule() -> None:
     x = _unit(0, 5, 40, 90, 95)
     labels = ["a", "a", "a", "b", "b"]
     with_labels = calibrate_tree(x, labels=labels)
     without = calibrate_tree(x)
-    assert with_labels.tau == without.tau
+    assert with_labels.rule == "f1" and without.rule == "quantile"
+    # every nearest neighbour is of the same kind: accept them all (cos 35° is the lowest)
+    assert with_labels.tau < math.cos(math.radians(35)) < without.tau
+    assert calibrate_tree(x, labels=labels, rule="quantile").tau == without.tau
+    with pytest.raises(InvalidInputError, match="needs labels"):
+        calibrate_tree(x, rule="f1")
     # every task's NN is of the same kind here
-    assert with_labels.warm_different == 0.0
+    assert with_labels.warm_different == 0.0 and with_labels.warm_same == 1.0
     assert with_labels.warm_same == pytest.approx(with_labels.warm_share)
     assert with_labels.different_kind[0.99] < with_labels.same_kind[0.99]
 
@@ -118,7 +123,7 @@ def test_env_wrapper_embeds_goals_and_scenes(tmp_path) -> None:
     assert cal.trees["task"].n == 5
     assert suggested(cal) == {"tau_task": cal.trees["task"].tau, "tau_env": cal.trees["env"].tau}
     text = write_calibration(cal, tmp_path).read_text()
-    assert f"suggested τ_task = {cal.trees['task'].tau:.2f}" in text
+    assert f"suggested τ_task = {cal.trees['task'].tau:.3f}" in text
     assert "All-pairs histogram" in text
 
 

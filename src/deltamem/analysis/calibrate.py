@@ -6,8 +6,8 @@ each benchmark and examining the empirical similarity score distribution"
 
 What is measured. DeltaMem embeds a new task's query text with
 ``embed_queries`` and compares it with the stored nodes' texts embedded with
-``embed_passages`` (Task-Tree: the goal; Env-Tree: the scene text, else the
-goal; :meth:`DeltaMem.queries`). For n sampled tasks we form
+``embed_passages`` (:meth:`DeltaMem.queries`: the goal for the Task-Tree, the
+scene text for the Env-Tree, each in its trigger mode). For n sampled tasks we form
 ``S[i, j] = query_i · passage_j`` and report, per tree:
 
 * the distribution of all pairs ``S[i, j]``, ``i ≠ j`` (mostly unrelated
@@ -16,31 +16,29 @@ goal; :meth:`DeltaMem.queries`). For n sampled tasks we form
   exactly the best score the Eq. 6 gate would see for task i against a bank
   holding the other sampled tasks.
 
-The rule (documented default): **τ = the q-quantile of the nearest-neighbour
-scores, q = 0.75**, rounded down to two decimals (so rounding never lowers
-the warm-start share below 1 − q). Why:
+Two rules; which one applies is said in the report:
 
-1. The gate's only job is to decide, from ``nn_i``, whether the nearest
-   stored experience is the same kind of task (warm start: recall its chain and
-   write a residual under it) or not (cold start: a new ROOT). With τ at the
-   q-quantile, a fraction 1 − q of the sampled tasks would warm-start.
-2. The two errors are not equally costly: a wrong warm start injects an
-   unrelated chain into the prompt and files the new residual under the wrong
-   parent for good, while a missed one only costs a duplicated ROOT that
-   consolidation and later matches can still use. So the gate should trust
-   only the closest pairings: a high quantile.
-3. A real run's bank holds many more tasks than the sample, so its
-   nearest-neighbour scores are higher than the sample's; the warm-start share
-   of a run is therefore larger than 1 − q. A high quantile of a small sample
-   lands near the middle of a full run's distribution.
+* **labelled (F1)**, whenever the sampled tasks carry a label for the tree
+  (``Task.meta``: ``task_type`` for the Task-Tree, ``room`` for the Env-Tree):
+  τ maximises the F1 of warm-and-relevant matches when each sampled task is
+  matched against the others (:func:`deltamem.analysis.recall_eval.best_f1_tau`:
+  precision = same-label nearest neighbours among accepted ones, recall = over
+  tasks that have a same-label neighbour; τ is the midpoint of the best cut).
+  This is the rule the measured presets of :mod:`deltamem.domains` come from.
+* **unlabelled (quantile)**: τ = the q-quantile of the nearest-neighbour
+  scores, q = 0.75, rounded down to two decimals: only the closest pairings
+  warm-start. It knows nothing of what is relevant: measured on the household
+  stream with MiniLM and raw goals it suggested τ_task 0.92 / τ_env 0.99, where
+  the nearest goal is most often of another task type and every scene is
+  nearest to one of another room kind; it is a fallback only.
 
-No oracle labels are used. When the tasks carry a type label (``Task.meta``,
-key ``task_type`` by default), the Task-Tree report adds a diagnostic only
-(labels name task kinds, not scenes, so the Env-Tree gets none): the
-nearest-neighbour scores of same-type and different-type pairs and, at the
-suggested τ, the share of tasks that would warm-start on a same-type vs a
-different-type neighbour. A warning is added when τ is below the 95th
-percentile of all pairs (the gate would then accept unrelated pairs often).
+The report also gives, when labels exist, the nearest-neighbour scores of
+same-label and different-label pairs and, at the suggested τ, the share of
+tasks that would warm-start on a same-label vs a different-label neighbour.
+A warning is added when τ is at or below the median of all pairs.
+
+The texts are those DeltaMem embeds (:func:`deltamem.core.triggers.tree_texts`)
+in the trigger modes given (default: the domain's).
 """
 
 from __future__ import annotations
@@ -54,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from deltamem.analysis.markdown import table, write_markdown
+from deltamem.core.triggers import tree_texts
 from deltamem.errors import ConfigError, InvalidInputError
 from deltamem.types import Task
 
@@ -101,6 +100,7 @@ class TreeCalibration:
     different_kind: dict[float, float] = field(default_factory=dict)
     warm_same: float | None = None
     warm_different: float | None = None
+    rule: str = "quantile"
 
     @property
     def warning(self) -> str | None:
@@ -121,6 +121,7 @@ def calibrate_tree(
     quantile: float = DEFAULT_QUANTILE,
     bins: int = 10,
     labels: Sequence[Any] | None = None,
+    rule: str | None = None,
 ) -> TreeCalibration:
     """Calibrate one tree from the embeddings of n sampled tasks (pure; no model).
 
@@ -130,7 +131,9 @@ def calibrate_tree(
             (``embed_passages``); ``None``: the queries (symmetric embedders).
         quantile: q of the rule τ = q-quantile of nearest-neighbour scores.
         bins: histogram bins over all pairs.
-        labels: optional task kinds, for the diagnostic only.
+        labels: optional task kinds (relevance labels of this tree).
+        rule: ``f1`` (needs labels) or ``quantile``; ``None``: ``f1`` with labels,
+            else ``quantile`` (module doc).
     """
     q = np.asarray(queries, dtype=np.float64)
     p = q if passages is None else np.asarray(passages, dtype=np.float64)
@@ -152,6 +155,11 @@ def calibrate_tree(
     pairs = sims[off]
     masked = np.where(off, sims, -np.inf)
     nearest = masked.max(axis=1)
+    rule = rule or ("f1" if labels is not None else "quantile")
+    if rule not in ("f1", "quantile"):
+        raise InvalidInputError(f"unknown rule {rule!r}; use 'f1' or 'quantile'")
+    if rule == "f1" and labels is None:
+        raise InvalidInputError("rule 'f1' needs labels")
     tau_exact = float(np.quantile(nearest, quantile))
     tau = _round_down(tau_exact)
     counts, edges = np.histogram(pairs, bins=bins)
@@ -163,6 +171,12 @@ def calibrate_tree(
         same_nn = np.where(off & same, sims, -np.inf).max(axis=1)
         diff_nn = np.where(off & ~same, sims, -np.inf).max(axis=1)
         nn_same = same[np.arange(n), masked.argmax(axis=1)]
+        if rule == "f1":
+            from deltamem.analysis.recall_eval import best_f1_tau
+
+            has_same = (off & same).any(axis=1)
+            tau_exact, _ = best_f1_tau(nearest.tolist(), nn_same.tolist(), has_same.tolist())
+            tau = tau_exact
         warm = nearest >= tau
         extra = {
             "same_kind": _quantiles(same_nn[np.isfinite(same_nn)]),
@@ -171,7 +185,7 @@ def calibrate_tree(
             "warm_different": float(np.mean(warm & ~nn_same)),
         }
     return TreeCalibration(
-        tree=tree, n=n, quantile=quantile, tau_exact=tau_exact, tau=tau,
+        tree=tree, n=n, quantile=quantile, tau_exact=tau_exact, tau=tau, rule=rule,
         pairs=_quantiles(pairs), nearest=_quantiles(nearest), histogram=hist,
         warm_share=float(np.mean(nearest >= tau)), **extra,
     )
@@ -189,9 +203,10 @@ def _quantiles(x: np.ndarray) -> dict[float, float]:
     return {qq: float(v) for qq, v in zip(QUANTILES, np.quantile(x, QUANTILES), strict=True)}
 
 
-def tree_queries(task: Task) -> dict[str, str]:
+def tree_queries(task: Task, task_trigger: str = "goal",
+                 env_trigger: str = "scene") -> dict[str, str]:
     """The text each tree is queried with (the same as :meth:`DeltaMem.queries`)."""
-    return {"task": task.goal, "env": task.scene_text or task.goal}
+    return tree_texts(task, task_trigger, env_trigger)
 
 
 @dataclass(frozen=True)
@@ -202,29 +217,38 @@ class Calibration:
     embedder: str
     trees: dict[str, TreeCalibration]
     label_key: str | None = None
+    label_keys: dict[str, str] = field(default_factory=dict)
+    triggers: dict[str, str] = field(default_factory=dict)
 
     def markdown(self) -> list[str]:
         """The report as Markdown lines."""
         lines = [f"# τ calibration: {self.source}, embedder {self.embedder}", ""]
         for name, t in self.trees.items():
+            if t.rule == "f1":
+                how = (f"τ maximises the F1 of warm-and-relevant matches (labels "
+                       f"`{self.label_keys.get(name, '?')}`) = {t.tau_exact:.3f}")
+            else:
+                how = (f"τ = q{t.quantile:g} quantile of the nearest-neighbour scores = "
+                       f"{t.tau_exact:.4f}, rounded down (no labels: unlabelled fallback)")
             lines += [
-                f"## {name} tree: suggested τ_{name} = {t.tau:.2f}", "",
-                f"{t.n} tasks. Rule: τ = q{t.quantile:g} quantile of the nearest-neighbour "
-                f"scores = {t.tau_exact:.4f}, rounded down; {t.warm_share:.0%} of the sampled "
-                "tasks would warm-start against a bank holding the others.", "",
+                f"## {name} tree: suggested τ_{name} = {t.tau:.3f}", "",
+                f"{t.n} tasks, trigger `{self.triggers.get(name, '?')}`. Rule: {how}; "
+                f"{t.warm_share:.0%} of the sampled tasks would warm-start against a bank "
+                "holding the others.", "",
             ]
             rows = [["all pairs", *(f"{t.pairs[q]:.3f}" for q in QUANTILES)],
                     ["nearest neighbour", *(f"{t.nearest[q]:.3f}" for q in QUANTILES)]]
+            key = self.label_keys.get(name, self.label_key)
             if t.same_kind:
-                rows.append([f"NN, same {self.label_key}",
+                rows.append([f"NN, same {key}",
                              *(f"{t.same_kind[q]:.3f}" for q in QUANTILES)])
             if t.different_kind:
-                rows.append([f"NN, different {self.label_key}",
+                rows.append([f"NN, different {key}",
                              *(f"{t.different_kind[q]:.3f}" for q in QUANTILES)])
             lines += table(["similarity", *(f"p{round(q * 100):d}" for q in QUANTILES)], rows)
             lines.append("")
             if t.warm_same is not None and t.warm_different is not None:
-                lines += [f"Diagnostic (labels `{self.label_key}`, not used by the rule): at "
+                lines += [f"Labels `{key}`: at "
                           f"τ = {t.tau:.2f}, {t.warm_same:.0%} of tasks warm-start on a "
                           f"same-kind neighbour, {t.warm_different:.0%} on a different-kind "
                           "one.", ""]
@@ -247,26 +271,42 @@ def calibrate_tasks(
     quantile: float = DEFAULT_QUANTILE,
     bins: int = 10,
     label_key: str | None = "task_type",
+    env_label_key: str | None = "room",
+    task_trigger: str | None = None,
+    env_trigger: str | None = None,
+    rule: str | None = None,
 ) -> Calibration:
-    """Embed the tasks' tree queries as DeltaMem does and calibrate both trees.
+    """Embed the tasks' tree texts as DeltaMem does and calibrate both trees.
 
-    Labels (``task.meta[label_key]``) are used for the diagnostic only when
-    every task has one.
+    Labels (``task.meta[label_key]`` for the Task-Tree, ``task.meta[env_label_key]``
+    for the Env-Tree) are used when every task has one: they select the F1 rule
+    (``rule=None``) and the same/different-label rows. Trigger modes default to
+    those of the tasks' domain (:mod:`deltamem.domains`).
     """
+    from deltamem.domains import get_domain
+
     if len(tasks) < 2:
         raise InvalidInputError(f"need at least 2 tasks, got {len(tasks)}")
-    labels = None
-    if label_key is not None and all(label_key in t.meta for t in tasks):
-        labels = [t.meta[label_key] for t in tasks]
+    preset = get_domain(tasks[0].domain)
+    triggers = {"task": task_trigger or preset.task_trigger,
+                "env": env_trigger or preset.env_trigger}
+    keys = {"task": label_key, "env": env_label_key}
+    used: dict[str, str] = {}
     trees = {}
     for name in ("task", "env"):
-        texts = [tree_queries(t)[name] for t in tasks]
+        key = keys[name]
+        labels = None
+        if key is not None and all(key in t.meta for t in tasks):
+            labels = [t.meta[key] for t in tasks]
+            used[name] = key
+        texts = [tree_queries(t, triggers["task"], triggers["env"])[name] for t in tasks]
         trees[name] = calibrate_tree(
             embedder.embed_queries(texts), embedder.embed_passages(texts), tree=name,
-            quantile=quantile, bins=bins, labels=labels if name == "task" else None,
+            quantile=quantile, bins=bins, labels=labels,
+            rule=rule if labels is not None else "quantile",
         )
     return Calibration(source, str(getattr(embedder, "name", type(embedder).__name__)), trees,
-                       label_key if labels is not None else None)
+                       used.get("task"), used, triggers)
 
 
 def sample_tasks(env: Any, split: str, n: int, *, seed: int = 0) -> list[Task]:
