@@ -1,9 +1,24 @@
-"""deltamem: experience memory for LLM agents."""
+"""deltamem: experience memory for LLM agents.
 
+The public names are listed in ``__all__`` and documented in ``docs/api.md``.
+"""
+
+from deltamem.core.payload import Payload
 from deltamem.errors import DeltaMemError
 from deltamem.memories.deltamem import DeltaMem, DeltaMemConfig
 from deltamem.memory import Memory, NoMemory
-from deltamem.types import Change, Changes, Episode, Recall, RecallItem, Step, Task, Usage
+from deltamem.portable import export_bank, import_bank
+from deltamem.types import (
+    Change,
+    Changes,
+    Episode,
+    Match,
+    Recall,
+    RecallItem,
+    Step,
+    Task,
+    Usage,
+)
 
 __version__ = "0.1.0"
 
@@ -24,12 +39,16 @@ __all__ = [
     "DeltaMemConfig",
     "DeltaMemError",
     "Episode",
+    "Match",
     "Memory",
     "NoMemory",
+    "Payload",
     "Recall",
     "RecallItem",
     "Step",
     "Task",
     "Usage",
     "__version__",
+    "export_bank",
+    "import_bank",
 ]

@@ -225,17 +225,9 @@ def export_cmd(
     out: Annotated[Path, typer.Argument(help="JSONL file to write.")],
 ) -> None:
     """Write every record of a bank (meta, nodes, logs) to a JSONL file."""
-    from deltamem.memories import bank_system
-    from deltamem.store import export_jsonl
-    from deltamem.store.factory import open_store
-    from deltamem.store.items import ItemStore
+    from deltamem.portable import export_bank
 
-    is_dm = bank_system(bank) == "deltamem"
-    store = open_store(bank, readonly=True) if is_dm else ItemStore(bank, readonly=True)
-    try:
-        n = export_jsonl(store, out)
-    finally:
-        store.close()
+    n = export_bank(bank, out)
     console.print(f"wrote {n} records to {out}")
 
 
@@ -245,18 +237,9 @@ def import_cmd(
     bank: Annotated[str, typer.Argument(help="New bank to create (must not hold nodes).")],
 ) -> None:
     """Load a JSONL export into a new bank."""
-    from deltamem.store import read_jsonl
-    from deltamem.store.factory import open_store
-    from deltamem.store.items import ItemStore
+    from deltamem.portable import import_bank
 
-    if not source.exists():
-        raise DeltaMemError(f"no such file: {source}")
-    first = next(read_jsonl(source), {})
-    store = ItemStore(bank) if first.get("system") else open_store(bank)
-    try:
-        n = store.import_records(read_jsonl(source))
-    finally:
-        store.close()
+    n = import_bank(source, bank)
     console.print(f"imported {n} nodes into {bank}")
 
 

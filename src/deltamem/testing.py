@@ -1,7 +1,8 @@
 """Fakes and conformance checks that ship with the library.
 
-* :class:`ScriptedLLM` (re-exported), :class:`~deltamem.embed.HashingEmbedder`
-  and :class:`TableEmbedder` (exact vectors per text) for deterministic tests;
+* :class:`ScriptedLLM`, :class:`~deltamem.embed.HashingEmbedder` and
+  :class:`~deltamem.embed.TableEmbedder` (exact vectors per text), re-exported for
+  deterministic tests;
 * :func:`make_episode` builds small episodes;
 * :func:`check_memory` runs the memory contract on any :class:`Memory`;
   a new memory system is "in" when it passes.
@@ -10,14 +11,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 
-import numpy as np
-
-from deltamem.embed.base import normalize_rows
 from deltamem.embed.hashing import HashingEmbedder
+from deltamem.embed.table import TableEmbedder
 from deltamem.envs.base import Environment
-from deltamem.errors import EmbedderError, InvalidInputError
+from deltamem.errors import InvalidInputError
 from deltamem.llm.scripted import ScriptedLLM
 from deltamem.memory import Memory
 from deltamem.types import Changes, Episode, Recall, Step, Task
@@ -30,43 +29,6 @@ __all__ = [
     "check_memory",
     "make_episode",
 ]
-
-
-class TableEmbedder:
-    """Embeds each text to the vector given for it in a table (normalised).
-
-    Unknown texts raise :class:`EmbedderError` — tests see exactly which texts
-    were embedded. ``default`` (a callable text → vector) may fill the gaps.
-    """
-
-    def __init__(
-        self,
-        table: Mapping[str, Sequence[float]],
-        *,
-        name: str = "table",
-        default: Callable[[str], Sequence[float]] | None = None,
-    ) -> None:
-        if not table and default is None:
-            raise EmbedderError("TableEmbedder needs at least one vector or a default")
-        dims = {len(v) for v in table.values()}
-        if len(dims) > 1:
-            raise EmbedderError(f"vectors of different widths: {sorted(dims)}")
-        self.table = {k: np.asarray(v, dtype=np.float32) for k, v in table.items()}
-        self.default = default
-        self.dim = dims.pop() if dims else len(default("")) if default else 0
-        self.name = f"{name}-{self.dim}"
-
-    def _vec(self, text: str) -> np.ndarray:
-        if text in self.table:
-            return self.table[text]
-        if self.default is not None:
-            return np.asarray(self.default(text), dtype=np.float32)
-        raise EmbedderError(f"TableEmbedder has no vector for {text!r}")
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return normalize_rows(np.stack([self._vec(t) for t in texts]))
-
-    embed_passages = embed_queries
 
 
 def make_episode(
