@@ -32,8 +32,13 @@ def test_config_fields_reach_every_cell_and_flags_win(tmp_path: Path) -> None:
 def test_flags_alone_keep_the_old_defaults() -> None:
     s = grid_settings(env="household", split="seen", episodes=None)
     assert s["llm"] == "local" and s["embedder"] == "minilm" and s["seed"] == 0
-    assert s["run_options"] == {"extractor": "structural", "constrained": False}
+    # the local model picks among admissible actions, as in `deltamem run`
+    assert s["run_options"] == {"extractor": "structural", "constrained": True}
     assert s["options"] is None
+    api = grid_settings(env="household", split="seen", episodes=None, llm="openai:m")
+    assert api["run_options"]["constrained"] is False
+    explicit = grid_settings(env="household", split="seen", episodes=None, constrained=False)
+    assert explicit["run_options"]["constrained"] is False
 
 
 @pytest.mark.parametrize("text", ['memory = "none"\nenv = "x"\nsplit = "y"\n',

@@ -111,7 +111,9 @@ def grid(
     ] = None,
     constrained: Annotated[
         bool | None,
-        typer.Option("--constrained/--free", help="Pick among admissible actions (default: free)."),
+        typer.Option("--constrained/--free",
+                     help="Pick among admissible actions (default: --constrained with a local "
+                          "model, --free with an API model)."),
     ] = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", "-o", help="Further memory option key=value.")

@@ -366,9 +366,10 @@ def grid_settings(
     ``memory_options`` become ``options`` (the grid's τ/K keys are refused later
     by :func:`run_grid`); every other field is passed on to each cell's
     :class:`~deltamem.bench.RunConfig`. Defaults: ``llm="local"``,
-    ``embedder="minilm"``, ``seed=0``, ``extractor="structural"``,
-    ``constrained=False``. Raises :class:`ConfigError` for an unreadable file,
-    a grid-owned key in it, or a missing ``env``/``split``.
+    ``embedder="minilm"``, ``seed=0``, ``extractor="structural"``, and
+    ``constrained`` as for a run (on for a local model, off for an API model).
+    Raises :class:`ConfigError` for an unreadable file, a grid-owned key in it, or a
+    missing ``env``/``split``.
     """
     import tomllib
 
@@ -389,10 +390,14 @@ def grid_settings(
     data.setdefault("embedder", "minilm")
     data.setdefault("seed", 0)
     data.setdefault("extractor", "structural")
-    data.setdefault("constrained", False)
+    if data.get("constrained") is None:
+        from deltamem.bench.config import is_local_llm
+
+        data["constrained"] = is_local_llm(str(data["llm"]))
     missing = [k for k in ("env", "split") if not data.get(k)]
     if missing:
-        raise ConfigError(f"the grid needs {' and '.join(missing)} (flag or config file)")
+        raise ConfigError(f"the grid needs {' and '.join(missing)} (flag "
+                          f"{' and '.join('--' + k for k in missing)}, or the config file)")
     merged_options = {**dict(data.pop("memory_options", None) or {}), **dict(options or {})}
     out: dict[str, Any] = {k: data.pop(k, None) for k in _CELL_KEYS}
     out["options"] = merged_options or None
