@@ -35,6 +35,8 @@ if [ "$what" = "all" ]; then
   $PIP install -e ".[envs,ann,postgres,server]"
   say "agent frameworks: MCP SDK, LangGraph, OpenAI Agents SDK (integration tests)"
   $PIP install -e ".[mcp,langgraph,agents]"
+  say "MCMA: minigrid (BabyAI), transformers, TRL, peft, gguf (copilot training on CPU)"
+  $PIP install -e ".[mcma]"
   if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
     say "Chromium and its driver for the tree-viewer browser test (Debian)"
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
