@@ -424,6 +424,7 @@ def demo(
     console.print(t)
     bank = out_dir / "deltamem" / "bank.db"
     if bank.exists():
+        console.print(f"bank: {bank}", markup=False, highlight=False)
         tree_show(str(bank), which="both", width=70, full=False)
 
 

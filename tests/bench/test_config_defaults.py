@@ -64,3 +64,19 @@ def test_validation_errors_name_the_flag():
         load_config(run_dir="r", episodes=0, max_steps=0)
     msg = str(e.value)
     assert "--episodes" in msg and "--max-steps" in msg and "\n" not in msg
+
+
+def test_report_says_which_decoding_the_run_used(tmp_path):
+    from bench_toys import CorridorEnv
+
+    from deltamem.bench import report, run
+    from deltamem.llm import ScriptedLLM
+
+    for constrained in (True, False):
+        cfg = RunConfig(run_dir=tmp_path / str(constrained), env="corridor", split="test",
+                        llm="scripted", episodes=1, constrained=constrained)
+        llm = ScriptedLLM(responder=lambda m, p, c: c[0] if c else "Action: go east")
+        run(cfg, env=CorridorEnv(), llm=llm, progress=False)
+        text = report(cfg.run_dir, plots=False).read_text()
+        assert ("Action decoding: constrained" in text) is constrained
+        assert ("Action decoding: free generation" in text) is not constrained

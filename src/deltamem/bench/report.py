@@ -87,7 +87,10 @@ def _config_section(run_dir: Path) -> list[str]:
         return [f"_No {CONFIG_FILE} in this run directory._", ""]
     cfg = json.loads(path.read_text(encoding="utf-8"))
     rows = [f"| {k} | `{json.dumps(cfg[k])}` |" for k in _CONFIG_KEYS if k in cfg]
-    return ["## Configuration", "", "| setting | value |", "|---|---|", *rows, ""]
+    decoding = ("constrained: the agent picks among the admissible actions"
+                if cfg.get("constrained") else "free generation: the agent writes its action")
+    return ["## Configuration", "", f"Action decoding: {decoding}.", "",
+            "| setting | value |", "|---|---|", *rows, ""]
 
 
 def _results_section(
