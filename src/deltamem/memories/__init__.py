@@ -38,6 +38,9 @@ _REGISTRY: dict[str, str | Callable[..., Memory]] = {
     "reflexion": "deltamem.memories.arigraph.baselines:make_reflexion",
     "simulacra": "deltamem.memories.arigraph.baselines:make_simulacra",
     "mcma": "deltamem.memories.mcma.memory:make",
+    "raw-trajectory": "deltamem.memories.mcma.baselines:make_raw",
+    "trad": "deltamem.memories.mcma.baselines:make_trad",
+    "expel": "deltamem.memories.mcma.baselines:make_expel",
 }
 
 
@@ -76,6 +79,9 @@ _BANK_CLASSES = {
     "reflexion": "deltamem.memories.arigraph.baselines:ReflexionMemory",
     "simulacra": "deltamem.memories.arigraph.baselines:SimulacraMemory",
     "mcma": "deltamem.memories.mcma.memory:MCMA",
+    "raw-trajectory": "deltamem.memories.mcma.baselines:RawTrajectory",
+    "trad": "deltamem.memories.mcma.baselines:TRAD",
+    "expel": "deltamem.memories.mcma.baselines:ExpeL",
 }
 
 

@@ -31,6 +31,7 @@ VARIABLES: dict[str, frozenset[str]] = {
     "knowledge_success": frozenset({"alpha", "alpha_guide", "input_data", "max_items"}),
     "knowledge_failure": frozenset({"alpha", "alpha_guide", "input_data", "max_items"}),
     "fuse": frozenset({"entries", "level"}),
+    "expel_insights": frozenset({"insights", "task", "result", "trajectory"}),
 }
 
 _SYSTEM = ("You are the memory copilot of an agent that plays text-based tasks. "
