@@ -164,9 +164,31 @@ def test_help_is_tidy(path):
     assert "{" not in usage
 
 
+@pytest.mark.parametrize("path", _all_commands(), ids=" ".join)
+def test_command_summary_is_one_line(path):
+    """The command list shows a help's first paragraph: it must be a whole sentence."""
+    import inspect
+
+    cmd = typer.main.get_command(app)
+    for name in path:
+        cmd = cmd.commands[name]  # type: ignore[attr-defined]
+    first = inspect.cleandoc(cmd.help or "").split("\n\n")[0]
+    assert first and "\n" not in first, first
+
+
 def test_run_help_shows_the_defaults():
     res = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "300"})
     text = " ".join(res.output.split())
     for default in ("(default: household)", "(default: seen)", "(default: local)",
                     "(default: minilm", "(default: --constrained with a local model"):
         assert default in text, default
+
+
+@pytest.mark.parametrize("path", _all_commands(), ids=" ".join)
+def test_readme_command_table_lists_every_command(path):
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    cells = [ln.split("|")[1] for ln in readme.splitlines() if ln.startswith("| `deltamem ")]
+    assert any(all(re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", c) for w in path)
+               for c in cells), f"README command table lacks `deltamem {' '.join(path)}`"

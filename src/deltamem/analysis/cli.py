@@ -186,8 +186,11 @@ def eval_recall(
     seed: Annotated[int, typer.Option(help="Task-stream seed.")] = 0,
     out: Annotated[Path | None, typer.Option(help="Write recall.md/.json/.png here.")] = None,
 ) -> None:
-    """Recall quality of DeltaMem's trees with no LLM: warm rate, precision@1, score
-    distributions, per tree, on a bank filled from the environment's own solutions."""
+    """Recall quality of DeltaMem's trees, with no LLM: warm rate, precision@1, scores.
+
+    Per tree, on a bank filled from the environment's own solutions; the score
+    distributions of relevant and irrelevant matches show where τ sits.
+    """
     from deltamem.analysis.recall_eval import eval_recall as run_eval
     from deltamem.analysis.recall_eval import write_report
     from deltamem.bench.config import parse_options
