@@ -479,14 +479,36 @@ def missing_extra_message(e: ModuleNotFoundError) -> str | None:
     return f"this command needs the {module!r} package, which is not installed: {how}"
 
 
+def _one_line(text: str) -> str:
+    """``text`` on one line (messages quoting a validation error may span several)."""
+    return " ".join(text.split())
+
+
+def _os_message(e: OSError) -> str:
+    """One line for a file-system error: what failed, on which path."""
+    what = e.strerror or type(e).__name__
+    where = f" {e.filename}" if e.filename else ""
+    if isinstance(e, FileExistsError):
+        return f"{e.filename} exists and is not a folder" if e.filename else what
+    if isinstance(e, IsADirectoryError):
+        return f"{e.filename} is a folder, not a file" if e.filename else what
+    if isinstance(e, NotADirectoryError):
+        return f"a part of the path{where} is a file, not a folder"
+    return f"{what}:{where}" if where else what
+
+
 def main() -> None:
-    """Entry point: run the app, turning library errors into clean messages."""
+    """Entry point: run the app, turning library errors (and file-system errors on paths the
+    user gave) into one plain line, printed literally (no markup), and exit code 1."""
     from rich.markup import escape
 
     try:
         app()
     except DeltaMemError as e:
-        err.print(f"[red]error:[/red] {escape(str(e))}")
+        err.print(f"[red]error:[/red] {escape(_one_line(str(e)))}", soft_wrap=True)
+        sys.exit(1)
+    except OSError as e:  # a file or folder the user named: say which and what is wrong
+        err.print(f"[red]error:[/red] {escape(_os_message(e))}", soft_wrap=True)
         sys.exit(1)
     except ModuleNotFoundError as e:
         message = missing_extra_message(e)

@@ -47,20 +47,34 @@ def import_bank(source: str | Path, bank: str | Path) -> int:
     nothing yet) in one transaction; returns the number of nodes (or items) imported.
 
     Raises :class:`~deltamem.errors.InvalidInputError` when ``source`` does not exist and
-    :class:`~deltamem.errors.StoreError` for a malformed export or a non-empty bank;
-    nothing is written then.
+    :class:`~deltamem.errors.StoreError` for a malformed export
+    (:class:`~deltamem.errors.InvalidImportError`: which record, why), a non-empty bank, a
+    missing folder or a storage failure; nothing is written then (a bank file the import
+    created is removed again).
     """
+    from deltamem.errors import StoreError
     from deltamem.store import read_jsonl
-    from deltamem.store.factory import open_store
+    from deltamem.store.factory import is_url, open_store
     from deltamem.store.items import ItemStore
 
     src = Path(source)
     if not src.exists():
         raise InvalidInputError(f"no such file: {src}")
-    first = next(read_jsonl(src), {})
-    is_items = isinstance(first, dict) and bool(first.get("system"))
-    store = ItemStore(str(bank)) if is_items else open_store(bank)
+    is_file = not is_url(bank)
+    target = Path(bank)
+    if is_file and not target.parent.is_dir():
+        raise StoreError(f"cannot import into {bank}: folder {target.parent} does not exist")
+    made = is_file and not target.exists()
     try:
-        return store.import_records(read_jsonl(src))
-    finally:
-        store.close()
+        first = next(read_jsonl(src), {})
+        is_items = isinstance(first, dict) and bool(first.get("system"))
+        store = ItemStore(str(bank)) if is_items else open_store(bank)
+        try:
+            return store.import_records(read_jsonl(src))
+        finally:
+            store.close()
+    except BaseException:
+        if made:  # leave no half-made bank behind
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(target) + suffix).unlink(missing_ok=True)
+        raise

@@ -150,7 +150,7 @@ def test_malformed_import_stores_nothing(service):
             service.http.get("/v1/banks/src/export", headers=service.a()).text.splitlines()]
     del recs[1]["trigger"]
     r = call(service, "post", "/import", {"records": recs}, service.a(), bank="dst")
-    assert r.status_code == 422 and "malformed" in r.json()["detail"]
+    assert r.status_code == 422 and "record 2: node misses trigger" in r.json()["detail"]
     assert call(service, "get", "/stats", None, service.a(), bank="dst").status_code == 404
     r = call(service, "post", "/import", {"records": [{"type": "node"}]}, service.a(), bank="d2")
     assert r.status_code == 422

@@ -7,13 +7,17 @@ tenant goes into the bank's storage key (:mod:`deltamem.server.banks`).
 
 Errors are JSON ``{"detail": ...}``: 401 no or unknown key, 403 write to a
 read-only service, 404 no such bank, 409 embedder mismatch or import into a
-bank that has nodes, 413 body over the size limit, 422 malformed body or
-episode, 502 the LLM backend failed, 503 the storage failed.
+bank that has nodes, 413 body over the size limit, 422 malformed body, episode
+or import (which record, why; nothing written), 502 the LLM backend failed,
+503 the storage failed (damaged bank, read-only or full disk). Bodies are
+validated strictly (``"success": "yes"`` is not a boolean), and no detail names
+a file-system path or a database URL: a bank is named by its bank name.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -31,6 +35,7 @@ from deltamem.embed.base import Embedder
 from deltamem.errors import (
     ConfigError,
     EmbedderMismatchError,
+    InvalidImportError,
     InvalidInputError,
     LLMError,
     StoreError,
@@ -138,7 +143,7 @@ def create_app(
     )
     app.state.service = svc
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
-    _add_error_handlers(app)
+    _add_error_handlers(app, space.storage)
     _add_routes(app, svc)
     from deltamem.viewer import mount
 
@@ -147,10 +152,26 @@ def create_app(
     return app
 
 
-def _add_error_handlers(app: FastAPI) -> None:
+_URL = re.compile(r"postgres(?:ql)?://[^\s'\"]+")
+_ANY_PATH = re.compile(r"(?<![\w:/.])/(?:[^\s'\"/()]+/)+[^\s'\"/()]*")
+
+
+def redact(text: str, storage: str) -> str:
+    """``text`` without file-system paths or database URLs: a bank file under ``storage``
+    becomes its bank name, any other absolute path ``<path>``, a URL ``<database>``."""
+    text = _URL.sub("<database>", text)
+    if not _URL.fullmatch(storage):
+        roots = {storage.rstrip("/"), str(Path(storage).resolve())}
+        for root in sorted((r for r in roots if r), key=len, reverse=True):
+            pattern = re.escape(root) + r"/(?:[^\s'\"/]+/)*?([^\s'\"/]+?)(?:\.db)?(?=[\s'\":,)]|$)"
+            text = re.sub(pattern, r"\1", text)
+    return _ANY_PATH.sub("<path>", text)
+
+
+def _add_error_handlers(app: FastAPI, storage: str) -> None:
     def handler(status: int):
         async def handle(request: Request, exc: Exception) -> JSONResponse:
-            return JSONResponse({"detail": str(exc)}, status_code=status)
+            return JSONResponse({"detail": redact(str(exc), storage)}, status_code=status)
 
         return handle
 
@@ -168,6 +189,15 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ConfigError, handler(422))
     app.add_exception_handler(LLMError, handler(502))
     app.add_exception_handler(StoreError, handler(503))
+    app.add_exception_handler(InvalidImportError, handler(422))
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        detail = redact(exc.detail, storage) if isinstance(exc.detail, str) else exc.detail
+        return JSONResponse({"detail": detail}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    app.add_exception_handler(HTTPException, http_error)
 
 
 def _add_routes(app: FastAPI, svc: _Service) -> None:
@@ -348,7 +378,7 @@ def _add_routes(app: FastAPI, svc: _Service) -> None:
                                              "an empty bank")
                 try:
                     n = mem.store.import_records(body.records)
-                except (StoreError, KeyError, TypeError, ValueError, OverflowError) as e:
+                except InvalidImportError as e:
                     raise HTTPException(422, f"cannot import: {e}") from e
         except BaseException:
             if not existed:

@@ -17,6 +17,7 @@ import json
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from deltamem.errors import ConfigError
 from deltamem.server.banks import check_name
@@ -52,12 +53,10 @@ class KeyRing:
     def from_file(cls, path: str | Path) -> KeyRing:
         """Load a key file (see the module doc); :class:`ConfigError` when malformed."""
         p = Path(path)
+        data = _read_key_file(p, missing_ok=False)
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
             return cls({e["sha256"]: e["tenant"] for e in data["keys"]})
-        except FileNotFoundError as e:
-            raise ConfigError(f"no API key file at {p} (create one with `deltamem api-key`)") from e
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
+        except (KeyError, TypeError, AttributeError) as e:
             raise ConfigError(f"API key file {p} is malformed: {e!r}") from e
 
     @classmethod
@@ -83,11 +82,32 @@ def add_key(path: str | Path, tenant: str, note: str = "") -> str:
     """Create a key for ``tenant``, append its hash to the key file, return the key."""
     check_name("tenant", tenant)
     p = Path(path)
-    data = json.loads(p.read_text(encoding="utf-8")) if p.exists() else {"keys": []}
+    data = _read_key_file(p, missing_ok=True)
+    keys = data.get("keys") if isinstance(data, dict) else None
+    if not isinstance(keys, list):
+        raise ConfigError(f"API key file {p} is malformed: no list of keys")
     key = new_key()
-    data["keys"].append({"tenant": tenant, "sha256": hash_key(key), "note": note})
+    keys.append({"tenant": tenant, "sha256": hash_key(key), "note": note})
     tmp = p.with_suffix(p.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    tmp.chmod(0o600)
-    tmp.replace(p)
+    try:
+        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        tmp.chmod(0o600)
+        tmp.replace(p)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(f"cannot write API key file {p}: {e.strerror or e}") from e
     return key
+
+
+def _read_key_file(p: Path, *, missing_ok: bool) -> Any:
+    """The parsed key file (``{"keys": []}`` when missing and ``missing_ok``)."""
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        if missing_ok:
+            return {"keys": []}
+        raise ConfigError(f"no API key file at {p} (create one with `deltamem api-key`)") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"API key file {p} is malformed (not JSON): {e}") from e
+    except OSError as e:
+        raise ConfigError(f"cannot read API key file {p}: {e.strerror or e}") from e

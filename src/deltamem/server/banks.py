@@ -161,7 +161,8 @@ class OpenBanks:
         space: where banks live.
         embedder: the service's embedder (every bank must have been built with it).
         extractor: the service's extractor.
-        config: settings of banks this service creates (existing banks keep theirs).
+        config: settings of banks this service creates; a bank that already has a stored
+            configuration (made earlier, by another program, or imported) is opened with it.
         readonly: open banks for reading only (the local viewer).
         capacity: banks kept open at once.
     """
@@ -200,8 +201,14 @@ class OpenBanks:
                 )
             mem.embedder = self.embedder
             return mem
-        return DeltaMem.open(location, embedder=self.embedder, extractor=self.extractor,
-                             config=self.config or None)
+        store = open_store(location)
+        try:
+            # an existing (or imported) bank keeps the configuration stored in it
+            config = None if "config" in store.meta() else self.config or None
+            return DeltaMem(store, self.embedder, self.extractor, config)  # type: ignore[arg-type]
+        except BaseException:
+            store.close()
+            raise
 
     @contextmanager
     def use(self, location: str, *, create: bool) -> Iterator[DeltaMem]:

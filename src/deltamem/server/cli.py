@@ -44,6 +44,11 @@ def serve(
     from deltamem.server.app import create_app
     from deltamem.server.auth import KeyRing
 
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port must be in 0..65535, not {port}")
+    is_folder = not storage.startswith(("postgresql://", "postgres://"))
+    if is_folder and Path(storage).exists() and not Path(storage).is_dir():
+        raise ConfigError(f"storage {storage} is a file; give a folder (or a postgresql:// URL)")
     ring = KeyRing.from_file(keys)
     if not len(ring):
         raise ConfigError(f"{keys} holds no keys; add one with `deltamem api-key TENANT`")
@@ -59,8 +64,11 @@ def serve(
         ext = LLMExtractor(llm_client)
     elif extractor != "structural":
         raise ConfigError(f"unknown extractor {extractor!r}; use structural or llm")
-    if not storage.startswith(("postgresql://", "postgres://")):
-        Path(storage).mkdir(parents=True, exist_ok=True)
+    if is_folder:
+        try:
+            Path(storage).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ConfigError(f"cannot create storage folder {storage}: {e.strerror}") from e
     app = create_app(
         storage,
         embedder=make_embedder(embedder),

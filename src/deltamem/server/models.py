@@ -1,9 +1,9 @@
 """Request and response bodies of the HTTP service (they make its OpenAPI spec).
 
 Every text field is bounded and refuses NUL characters and lone surrogates
-(neither can be stored in every backend), every number is finite, so a body
-that validates can always be learned or stored; one that does not is a 422
-naming the field.
+(neither can be stored in every backend), every number is finite, and types are
+strict (a boolean is ``true``/``false``, never ``"yes"``), so a body that validates
+can always be learned or stored; one that does not is a 422 naming the field.
 """
 
 from __future__ import annotations
@@ -38,7 +38,10 @@ TreeName = Literal["task", "env"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    """Request bodies: no unknown fields, finite numbers, and strict types (no coercion:
+    ``"success": "yes"`` or ``"reward": "1"`` is a 422, not a guess)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 
 class TaskIn(_Strict):
@@ -112,9 +115,15 @@ class RecallItemOut(BaseModel):
 
 
 class UsageCountOut(BaseModel):
+    """One purpose: completed calls, tokens, and the HTTP attempts, retries and seconds spent
+    waiting between them (backends without retries report attempts = calls)."""
+
     calls: int
     prompt_tokens: int
     completion_tokens: int
+    attempts: int = 0
+    retries: int = 0
+    retry_wait: float = 0.0
 
 
 class UsageOut(BaseModel):

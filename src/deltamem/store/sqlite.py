@@ -24,6 +24,7 @@ import functools
 import inspect
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -128,6 +129,12 @@ def storage_error(e: sqlite3.Error, path: str) -> StoreError:
     if primary == sqlite3.SQLITE_IOERR or "disk I/O" in msg:
         return StoreError(f"I/O error on bank {path} ({msg})")
     return StoreError(f"storage error on bank {path}: {msg}")
+
+
+def _cannot_open(e: StoreError) -> bool:
+    cause = e.__cause__
+    code = getattr(cause, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == sqlite3.SQLITE_CANTOPEN
 
 
 def guarded(fn: F) -> F:
@@ -314,9 +321,30 @@ class SQLiteStore(SQLiteLedger):
                 raise StoreError(f"no memory bank at {p}")
             if not readonly:
                 p.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._in_tx = False
+        try:
+            self._open(timeout, readonly, synchronous, immutable=False)
+        except StoreError as e:
+            p = Path(self.path)
+            if not (_cannot_open(e) and p.is_file() and not os.access(p.parent, os.W_OK)):
+                raise
+            if not readonly:
+                raise BankReadOnlyError(
+                    f"bank {self.path} is in a read-only folder: SQLite must create its -wal "
+                    "and -shm files next to it; copy the bank to a writable folder (reading "
+                    "it, e.g. `deltamem stats`, works where it is)"
+                ) from e
+            # inspection of a bank on read-only media: nothing can change it meanwhile
+            self._open(timeout, readonly, synchronous, immutable=True)
+
+    def _open(
+        self, timeout: float, readonly: bool, synchronous: Synchronous, *, immutable: bool
+    ) -> None:
         try:
             if readonly and self.path != ":memory:":
-                uri = f"file:{Path(self.path).resolve()}?mode=ro"
+                flags = "mode=ro&immutable=1" if immutable else "mode=ro"
+                uri = f"file:{Path(self.path).resolve()}?{flags}"
                 conn = sqlite3.connect(
                     uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
                 )
@@ -333,8 +361,6 @@ class SQLiteStore(SQLiteLedger):
         except sqlite3.Error as e:
             raise storage_error(e, self.path) from e
         self._conn = conn
-        self._lock = threading.RLock()
-        self._in_tx = False
         try:
             self._setup(readonly, synchronous)
         except BaseException:
