@@ -19,6 +19,7 @@ def register(app: typer.Typer) -> None:
 
 def mcp(
     target: Annotated[str, typer.Argument(
+        metavar="BANK|STORAGE",
         help="One bank (a .db file, or a postgresql://…?bank=KEY URL) for a local agent, or a "
              "storage (a folder of banks, or a postgresql:// URL) as `deltamem serve` uses.")],
     http: Annotated[bool, typer.Option(
