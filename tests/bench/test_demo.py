@@ -46,3 +46,25 @@ def test_gain_is_paired_by_task_and_honest_about_zero() -> None:
     same = gain([1, 0, 1, 0], [0, 1, 1, 0], ids_a=list("abcd"), ids_b=list("abcd"))
     assert same.diff == 0 and not same.excludes_zero
     assert not gain([0, 1], [1, 1], ids_a=["a", "b"], ids_b=["b", "a"]).paired
+
+
+def test_results_script_writes_one_table_with_the_difference_and_the_commands(
+        tmp_path: Path, keyroom: str) -> None:
+    import importlib.util
+
+    demo(tmp_path / "demo", episodes=3, train_episodes=2, split="test", llm="scripted",
+         embedder="hashing", env=keyroom, progress=False)
+    spec = importlib.util.spec_from_file_location(
+        "results_script", Path(__file__).parents[2] / "scripts" / "results.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "results.md"
+    mod.main([str(tmp_path / "demo" / "none"), str(tmp_path / "demo" / "deltamem"),
+              "--out", str(out), "--expect", "none,synapse,deltamem"])
+    text = out.read_text()
+    assert text.count("## keyroom-demo") == 1
+    assert "| none | frozen | 3 | 0.0 |" in text
+    assert "| deltamem | frozen | 3 | 100.0 |" in text and "+100.0 [+100.0, +100.0] *" in text
+    assert "Not measured in this setting: synapse." in text
+    assert "--train-agent expert --train-episodes 2" in text
