@@ -447,14 +447,19 @@ class SQLiteStore(SQLiteLedger):
         out: dict[str, Any] = {}
         for r in rows:
             k, v = r["key"], r["value"]
-            if k in ("schema_version", "embedder_dim"):
-                out[k] = int(v)
-            elif k == "created_at":
-                out[k] = float(v)
-            elif k == "config":
-                out[k] = json.loads(v)
-            else:
-                out[k] = v
+            try:
+                if k in ("schema_version", "embedder_dim"):
+                    out[k] = int(v)
+                elif k == "created_at":
+                    out[k] = float(v)
+                elif k == "config":
+                    out[k] = json.loads(v)
+                else:
+                    out[k] = v
+            except (TypeError, ValueError) as e:
+                raise BankDamagedError(
+                    f"bank {self.path} is damaged: its {k!r} setting does not decode ({e})"
+                ) from e
         return out
 
     @guarded
@@ -473,7 +478,14 @@ class SQLiteStore(SQLiteLedger):
 
     # -- nodes ---------------------------------------------------------------
     def _row_to_node(self, r: sqlite3.Row) -> Node:
-        return node_from_columns(r, np.frombuffer(r["embedding"], dtype="<f4").astype(np.float32))
+        try:
+            emb = np.frombuffer(r["embedding"], dtype="<f4").astype(np.float32)
+            return node_from_columns(r, emb)
+        except (TypeError, ValueError, KeyError, IndexError) as e:  # what SQLite did not catch
+            raise BankDamagedError(
+                f"bank {self.path} is damaged: a node row does not decode ({e}); restore it "
+                "from an export or a backup"
+            ) from e
 
     @guarded
     def load_nodes(self, after_seq: int = 0) -> list[Node]:
