@@ -8,7 +8,9 @@
 Every stage is resumable (re-run the same command). ``--player follower`` replays with
 the scripted proxy task model (:class:`deltamem.memories.mcma.replay.FollowerPlayer`);
 ``--player react --model local`` replays with a ReAct agent on an LLM (the paper's
-protocol; slow on CPU). Prints progress and the figures; outputs stay in ``--run``.
+protocol; slow on CPU). Running ``pairs`` for two environments into one ``--run`` builds
+the data of a *mix* copilot (§4.6). Prints progress and the figures; outputs stay in
+``--run``.
 """
 
 from __future__ import annotations
@@ -45,8 +47,10 @@ def collect(run: Path, env_name: str, n: int, seed: int, noises: list[float],
             options: dict[str, object]) -> list[Episode]:
     """Noisy expert demonstrations of the train split (resumable: ``episodes.jsonl``)."""
     path = run / "episodes.jsonl"
-    have = [Episode.from_dict(json.loads(x)) for x in path.read_text().splitlines()
-            if x.strip()] if path.exists() else []
+    everything = [Episode.from_dict(json.loads(x)) for x in path.read_text().splitlines()
+                  if x.strip()] if path.exists() else []
+    # a run may mix environments (a "mix" copilot): keep this environment's episodes
+    have = [e for e in everything if e.id.startswith(f"{env_name}/")]
     done = {e.task.id for e in have}
     env = make_env(env_name, **options)
     try:
@@ -59,7 +63,7 @@ def collect(run: Path, env_name: str, n: int, seed: int, noises: list[float],
                 noise = noises[k % len(noises)]
                 ep = ExpertAgent(noise=noise, seed=seed).play(env, task)
                 ep = Episode(ep.task, ep.steps, ep.success, ep.reward, ep.max_steps,
-                             id=f"{tid}@{noise:g}")
+                             id=f"{env_name}/{tid}@{noise:g}")
                 f.write(json.dumps(ep.to_dict()) + "\n")
                 f.flush()
                 have.append(ep)
@@ -103,7 +107,8 @@ def cmd_pairs(a: argparse.Namespace) -> None:
 def cmd_train(a: argparse.Namespace) -> None:
     cfg = TrainConfig(seed=a.seed, sft_steps=a.sft_steps, dpo_steps=a.dpo_steps,
                       max_length=a.max_length, eval_every=a.eval_every, beta=a.beta,
-                      dpo_lr=a.dpo_lr, threads=a.threads)
+                      dpo_lr=a.dpo_lr, threads=a.threads, batch_size=a.batch_size,
+                      max_heldout=a.max_heldout)
     t0 = time.time()
     m = train_copilot(a.run, a.role, cfg)
     b, f = m["heldout_before"], m["heldout_after"]
@@ -138,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--beta", type=float, default=0.1)
     t.add_argument("--dpo-lr", type=float, default=5e-5)
     t.add_argument("--threads", type=int, default=2)
+    t.add_argument("--batch-size", type=int, default=2)
+    t.add_argument("--max-heldout", type=int, default=24, help="held-out pairs evaluated")
     a = p.parse_args(argv)
     try:
         {"pairs": cmd_pairs, "train": cmd_train}[a.cmd](a)
