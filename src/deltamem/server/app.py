@@ -153,7 +153,7 @@ def create_app(
 
 
 _URL = re.compile(r"postgres(?:ql)?://[^\s'\"]+")
-_ANY_PATH = re.compile(r"(?<![\w:/.])/(?:[^\s'\"/()]+/)+[^\s'\"/()]*")
+_ANY_PATH = re.compile(r"(?<![\w:/.])/(?:[^\s'\"/():,;]+/)+[^\s'\"/():,;]*")
 
 
 def redact(text: str, storage: str) -> str:
