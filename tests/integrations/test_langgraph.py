@@ -3,6 +3,7 @@ one's prompt holds what the first one taught."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from deltamem import DeltaMem, Task
 from deltamem.embed import HashingEmbedder
 from deltamem.integrations.langgraph import GraphMemory, tool_action
+from deltamem.integrations.recorder import EpisodeRecorder
 
 
 class PolicyChatModel(BaseChatModel):
@@ -77,11 +79,14 @@ def policy_of(session: Callable[[], Session]) -> Callable[[list[BaseMessage]], A
 
 
 def play_two(env: Any, ids: list[str], bank: DeltaMem, system: str | None = None
-             ) -> tuple[PolicyChatModel, list[list[BaseMessage]], list[Session]]:
+             ) -> tuple[list[list[BaseMessage]], list[Session], list[EpisodeRecorder]]:
+    """Plays each task once through the graph; returns each episode's first prompt, its
+    session and its recorder (what was recalled for it, what it changed)."""
     sessions: list[Session] = []
+    learned: list[EpisodeRecorder] = []
     current = lambda: sessions[-1]  # noqa: E731
     memory = GraphMemory(bank, task=lambda state: current().task,
-                         outcome=lambda state: (current().won, None))
+                         outcome=lambda state: (current().won, None), on_learned=learned.append)
     model = PolicyChatModel(policy=policy_of(current), prompts=[])
     graph = build(memory, current, model)
     firsts: list[list[BaseMessage]] = []
@@ -92,7 +97,20 @@ def play_two(env: Any, ids: list[str], bank: DeltaMem, system: str | None = None
         memory.invoke(graph, {"messages": [*opening, ("user", current().task.observation)]},
                       {"configurable": {"thread_id": f"episode-{i}"}})
         firsts.append(model.prompts[before])
-    return model, firsts, sessions
+    return firsts, sessions, learned
+
+
+def check_second_prompt_holds_the_first_lesson(firsts: list[list[BaseMessage]],
+                                               learned: list[EpisodeRecorder]) -> None:
+    first, second = learned
+    assert "Memory recalled" not in prompt_text(firsts[0])  # nothing learned yet
+    assert first.recall.empty and first.changes is not None
+    taught = {c.id for c in first.changes.written}
+    recalled = {i.id for i in second.recall.items}
+    assert taught and recalled and recalled <= taught  # the recall is episode 1's nodes
+    assert second.recall.text in prompt_text(firsts[1])
+    head = firsts[1][0]
+    assert isinstance(head, SystemMessage) and second.recall.text in str(head.content)
 
 
 def prompt_text(messages: list[BaseMessage]) -> str:
@@ -105,24 +123,20 @@ def bank() -> DeltaMem:
 
 
 def test_second_episode_prompt_holds_what_the_first_taught(bank: DeltaMem) -> None:
-    _, firsts, sessions = play_two(ToyKitchen(), ["k1", "k2"], bank)
-    assert all(s.won for s in sessions)
-    first, second = prompt_text(firsts[0]), prompt_text(firsts[1])
-    assert "Memory recalled" not in first  # nothing learned yet
+    firsts, sessions, learned = play_two(ToyKitchen(), ["k1", "k2"], bank)
+    assert all(s.won for s in sessions) and len(learned) == 2
+    check_second_prompt_holds_the_first_lesson(firsts, learned)
     # what episode 1 taught, abstracted from its actions and observations
-    taught = bank.recall(sessions[1].task)
-    assert "clean {A} with sinkbasin" in taught.text and "countertop 1" not in taught.text
-    assert isinstance(firsts[1][0], SystemMessage) and firsts[1][0].content == taught.text
-    assert taught.text in second
-    stats = bank.stats()
-    assert stats["episodes_learned"] == 2 and stats["nodes"]["task"] >= 1
-    # episode 1's steps were the tool calls, observations from the tool answers
+    assert "clean {A} with sinkbasin" in learned[1].recall.text
+    assert "countertop 1" not in learned[1].recall.text
+    assert firsts[1][0].content == learned[1].recall.text  # no system prompt: memory leads
+    assert bank.stats()["episodes_learned"] == 2
     (node,) = [n for n in bank.nodes("task") if n.kind == "ROOT"]
-    assert "take {A} from countertop" in node.payload.procedure
+    assert "take {A} from countertop" in node.payload.procedure  # steps = the tool calls
 
 
 def test_memory_merges_into_an_existing_system_prompt(bank: DeltaMem) -> None:
-    _, firsts, _ = play_two(ToyKitchen(), ["k1", "k2"], bank, system="You play household games.")
+    firsts, _, _ = play_two(ToyKitchen(), ["k1", "k2"], bank, system="You play household games.")
     head = firsts[1][0]
     assert isinstance(head, SystemMessage)
     assert head.content.startswith("You play household games.\n\nMemory recalled")
@@ -169,9 +183,10 @@ def test_household_env_two_episodes(bank: DeltaMem, tmp_path: Path) -> None:
     with HouseholdEnv(cache_dir=tmp_path, n=12) as env:
         kind = "pick_clean_then_place_in_recep"
         ids = [f"seen/{kind}/0-0", f"seen/{kind}/0-1"]
-        _, firsts, sessions = play_two(env, ids, bank)
+        firsts, sessions, learned = play_two(env, ids, bank)
     assert all(s.won for s in sessions)
-    taught = bank.recall(sessions[1].task)
-    assert "Memory recalled" not in prompt_text(firsts[0])
-    assert taught.text and taught.text in prompt_text(firsts[1])
-    assert "clean {A} with sinkbasin" in taught.text
+    check_second_prompt_holds_the_first_lesson(firsts, learned)
+    # episode 1's object and where it lay: knowledge read from its observations
+    taken = next(a for a in sessions[0].actions if a.startswith("take "))
+    thing, place = re.fullmatch(r"take (\w+) \d+ from (\w+) \d+", taken).groups()  # type: ignore[union-attr]
+    assert f"{thing}: found in/on {place}" in learned[1].recall.text

@@ -5,6 +5,7 @@ is ``agents.testing.ScriptedModel`` and tracing is disabled."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,24 +52,39 @@ def player(session: Callable[[], Session], model: ScriptedModel) -> Agent[Any]:
     return Agent(name="player", instructions=INSTRUCTIONS, tools=[act], model=model)
 
 
-def play_two(env: Any, ids: list[str], bank: DeltaMem) -> tuple[list[ModelCall], list[Session]]:
+def play_two(env: Any, ids: list[str], bank: DeltaMem
+             ) -> tuple[list[ModelCall], list[Session], list[MemoryHooks]]:
+    """Plays each task once; returns each run's first model call, session and hooks."""
     sessions: list[Session] = []
     current = lambda: sessions[-1]  # noqa: E731
     model = scripted(current)
     agent = player(current, model)
     firsts: list[ModelCall] = []
+    hooks: list[MemoryHooks] = []
 
     async def go() -> None:
         for task_id in ids:
             sessions.append(Session.start(env, task_id))
+            hooks.append(MemoryHooks(bank, current().task,
+                                     outcome=lambda _: (current().won, None)))
             before = len(model.calls)
             await run_with_memory(agent, current().task.observation, memory=bank,
-                                  task=current().task, outcome=lambda _: (current().won, None),
-                                  run_config=OFFLINE)
+                                  task=current().task, hooks=hooks[-1], run_config=OFFLINE)
             firsts.append(model.calls[before])
 
     asyncio.run(go())
-    return firsts, sessions
+    return firsts, sessions, hooks
+
+
+def check_second_run_holds_the_first_lesson(firsts: list[ModelCall],
+                                            hooks: list[MemoryHooks]) -> None:
+    first, second = (h.recorder for h in hooks)
+    assert firsts[0].system_instructions == INSTRUCTIONS  # nothing learned yet
+    assert first.recall.empty and first.changes is not None
+    taught = {c.id for c in first.changes.written}
+    recalled = {i.id for i in second.recall.items}
+    assert taught and recalled and recalled <= taught  # the recall is episode 1's nodes
+    assert firsts[1].system_instructions == f"{INSTRUCTIONS}\n\n{second.recall.text}"
 
 
 @pytest.fixture
@@ -77,12 +93,10 @@ def bank() -> DeltaMem:
 
 
 def test_second_run_instructions_hold_what_the_first_taught(bank: DeltaMem) -> None:
-    firsts, sessions = play_two(ToyKitchen(), ["k1", "k2"], bank)
+    firsts, sessions, hooks = play_two(ToyKitchen(), ["k1", "k2"], bank)
     assert all(s.won for s in sessions)
-    assert firsts[0].system_instructions == INSTRUCTIONS  # nothing learned yet
-    taught = bank.recall(sessions[1].task)
-    assert "clean {A} with sinkbasin" in taught.text
-    assert firsts[1].system_instructions == f"{INSTRUCTIONS}\n\n{taught.text}"
+    check_second_run_holds_the_first_lesson(firsts, hooks)
+    assert "clean {A} with sinkbasin" in hooks[1].recall.text
     assert bank.stats()["episodes_learned"] == 2
     (root,) = [n for n in bank.nodes("task") if n.kind == "ROOT"]
     assert "take {A} from countertop" in root.payload.procedure  # steps = the tool calls
@@ -170,8 +184,10 @@ def test_household_env_two_runs(bank: DeltaMem, tmp_path: Path) -> None:
 
     with HouseholdEnv(cache_dir=tmp_path, n=12) as env:
         kind = "pick_clean_then_place_in_recep"
-        firsts, sessions = play_two(env, [f"seen/{kind}/0-0", f"seen/{kind}/0-1"], bank)
+        firsts, sessions, hooks = play_two(env, [f"seen/{kind}/0-0", f"seen/{kind}/0-1"], bank)
     assert all(s.won for s in sessions)
-    taught = bank.recall(sessions[1].task)
-    assert firsts[0].system_instructions == INSTRUCTIONS
-    assert taught.text and taught.text in (firsts[1].system_instructions or "")
+    check_second_run_holds_the_first_lesson(firsts, hooks)
+    # episode 1's object and where it lay: knowledge read from its observations
+    taken = next(a for a in sessions[0].actions if a.startswith("take "))
+    thing, place = re.fullmatch(r"take (\w+) \d+ from (\w+) \d+", taken).groups()  # type: ignore[union-attr]
+    assert f"{thing}: found in/on {place}" in hooks[1].recall.text

@@ -112,6 +112,8 @@ class GraphMemory:
         from_messages: take the steps from the conversation's tool calls; set False when
             your nodes record steps themselves with ``episode(config).step(...)``.
         max_steps: recorded in the episode, if the graph runs under a step cap.
+        on_learned: called with each episode's recorder once it has learned (its
+            ``recall``, ``episode`` and ``changes``), e.g. to log what memory changed.
     """
 
     def __init__(
@@ -125,8 +127,10 @@ class GraphMemory:
         messages_key: str = "messages",
         from_messages: bool = True,
         max_steps: int | None = None,
+        on_learned: Callable[[EpisodeRecorder], None] | None = None,
     ) -> None:
         self.memory = memory
+        self.on_learned = on_learned
         self.task = task
         self.outcome = outcome
         self.format_action = format_action
@@ -164,6 +168,7 @@ class GraphMemory:
                         state.get(self.messages_key) or [], seen):
                     rec.step(action, observation)
             rec.close(error)
+            self._learned(rec)
         except Exception:
             log.exception("learning the failed episode of task %r failed too", rec.task.id)
 
@@ -212,9 +217,15 @@ class GraphMemory:
                 rec.finish(verdict[0], verdict[1])
         except Exception as e:
             rec.close(e)
+            self._learned(rec)
             raise
         rec.close()
+        self._learned(rec)
         return {}
+
+    def _learned(self, rec: EpisodeRecorder) -> None:
+        if self.on_learned is not None and rec.changes is not None:
+            self.on_learned(rec)
 
     def _tool_steps(self, messages: list[AnyMessage],
                     seen: frozenset[str]) -> list[tuple[str, str]]:
