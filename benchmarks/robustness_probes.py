@@ -65,10 +65,11 @@ def service(storage: str, domain: str = "alfworld") -> Any:
 H = {"Authorization": "Bearer k"}
 
 
-def episode_body(goal: str = "put a clean apple in fridge", eid: str = "e1") -> dict[str, Any]:
+def episode_body(goal: str = "put a clean apple in fridge", eid: str = "e1",
+                 success: bool = True) -> dict[str, Any]:
     from deltamem.testing import make_episode
 
-    d = make_episode(goal, episode_id=eid).to_dict()
+    d = make_episode(goal, episode_id=eid, success=success).to_dict()
     d.pop("usage")
     d["task"].pop("meta")
     return d
@@ -82,9 +83,9 @@ def valid_export() -> list[dict[str, Any]]:
     goals = ["put a clean apple in fridge", "heat some egg and put it in garbagecan"]
     for i, g in enumerate(goals):
         http.post("/v1/banks/b/learn", headers=H, json={"episode": episode_body(g, f"e{i}")})
-    # a residual under the first root
+    # a failure of the first task: a residual under its root
     http.post("/v1/banks/b/learn", headers=H, json={"episode": episode_body(
-        "put a clean apple in fridge now", "e9")})
+        goals[0], "e9", success=False)})
     text = http.get("/v1/banks/b/export", headers=H).text
     return [json.loads(x) for x in text.splitlines()]
 
@@ -99,8 +100,11 @@ def import_then_stats(mutate: Callable[[list[dict[str, Any]]], None]) -> str:
     http = service(str(TMP / f"dst-{len(os.listdir(TMP))}"))
     r = http.post("/v1/banks/x/import", headers=H, json={"records": recs})
     s = http.get("/v1/banks/x/stats", headers=H)
+    q = http.post("/v1/banks/x/recall", headers=H, json={"task": episode_body()["task"]})
+    n = http.post("/v1/banks/x/learn", headers=H, json={"episode": episode_body(eid="new")})
     e = http.get("/v1/banks/x/export", headers=H)
-    return f"import {r.status_code}; then stats {s.status_code}, export {e.status_code}"
+    return (f"import {r.status_code} {r.text[:90]}; then stats {s.status_code}, recall "
+            f"{q.status_code}, learn {n.status_code}, export {e.status_code}")
 
 
 def residual(recs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -214,7 +218,7 @@ def _tmpfs(path: Path, size: str) -> bool:
 
 
 def _umount(path: Path) -> None:
-    subprocess.run(["umount", str(path)], capture_output=True)
+    subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
 @probe("2", "bank in a read-only folder: CLI stats / library open for writing")
@@ -469,7 +473,8 @@ for label, args in [
                                                str(TMP / "missing" / "m.db")]),
     ("import: an empty file", lambda: ["import", _jsonl_with("", "empty.jsonl"),
                                        str(TMP / "empty.db")]),
-    ("run --run-dir that is a file", lambda: ["run", "--env", "household", "--memory", "none",
+    ("run --run-dir that is a file", lambda: ["run", "--env", "household", "--split", "seen",
+                                              "--memory", "none",
                                               "--llm", "scripted", "--embedder", "hashing",
                                               "--episodes", "1", "--run-dir",
                                               _jsonl_with("x", "afile")]),

@@ -193,7 +193,7 @@ def test_an_intact_bank_in_a_read_only_folder_says_so(tmp_path: Path) -> None:
         assert mem.stats()["episodes_learned"] == 2  # inspection works on read-only media
         mem.close()
     finally:
-        subprocess.run(["umount", str(folder)], capture_output=True)
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
 
 
 # -- full storage -----------------------------------------------------------------------------

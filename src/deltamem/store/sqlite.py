@@ -341,6 +341,7 @@ class SQLiteStore(SQLiteLedger):
     def _open(
         self, timeout: float, readonly: bool, synchronous: Synchronous, *, immutable: bool
     ) -> None:
+        conn: sqlite3.Connection | None = None
         try:
             if readonly and self.path != ":memory:":
                 flags = "mode=ro&immutable=1" if immutable else "mode=ro"
@@ -359,6 +360,8 @@ class SQLiteStore(SQLiteLedger):
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = FULL")
         except sqlite3.Error as e:
+            if conn is not None:
+                conn.close()
             raise storage_error(e, self.path) from e
         self._conn = conn
         try:
@@ -448,6 +451,8 @@ class SQLiteStore(SQLiteLedger):
         for r in rows:
             k, v = r["key"], r["value"]
             try:
+                if not isinstance(k, str):
+                    raise TypeError(f"a setting named {k!r}")
                 if k in ("schema_version", "embedder_dim"):
                     out[k] = int(v)
                 elif k == "created_at":
@@ -646,7 +651,14 @@ def export_jsonl(store: Any, path: str | Path) -> int:
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             for rec in store.iter_export():
-                f.write(json.dumps(rec, sort_keys=True, ensure_ascii=False) + "\n")
+                try:
+                    line = json.dumps(rec, sort_keys=True, ensure_ascii=False)
+                except (TypeError, ValueError) as e:  # only a damaged bank reads like this
+                    raise BankDamagedError(
+                        f"record {n + 1} of the bank cannot be written as JSON ({e}): the bank "
+                        "is damaged"
+                    ) from e
+                f.write(line + "\n")
                 n += 1
         tmp.replace(out)
     except BaseException as e:
