@@ -46,7 +46,12 @@ def test_levels_and_structure_census() -> None:
 
 def test_eq9_level_follows_similarity() -> None:
     mem = _filled()
-    same = mem.recall(Task("q", "put a clean apple in fridge", domain="alfworld"))
+    scene = make_episode().task.scene
+    same = mem.recall(Task("q", "put a clean apple in fridge", scene=scene, domain="alfworld"))
+    # the same instruction in another situation is not near-identical: no raw replay
+    moved = mem.recall(Task("q", "put a clean apple in fridge", domain="alfworld",
+                            scene="You are in a garage. You see a shelf 1 and a bin 2."))
+    assert moved.details["level"] == 1
     close = mem.recall(Task("q", "put a clean pear in fridge", domain="alfworld"))
     far = mem.recall(Task("q", "slice a tomato", domain="alfworld"))
     assert same.details["level"] == 0 and same.items[0].source == "h0"

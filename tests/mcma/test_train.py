@@ -80,6 +80,20 @@ def test_sft_dpo_run_is_complete_resumable_and_seeded(tmp_path, tiny_base) -> No
     train_copilot(tmp_path / "a", "success", cfg, base=tiny_base, log=lambda *_: None)
     assert (out / "sft" / "merged" / "config.json").stat().st_mtime == stamp
     assert json.loads((out / "metrics.json").read_text())["role"] == "success"
+    # the trained copilot serves MCMA through the LLM interface; the tiny random model
+    # writes no valid memory: its answer is rejected and logged, never stored
+    from deltamem.embed import HashingEmbedder
+    from deltamem.memories.mcma.hf import load_copilot
+    from deltamem.memories.mcma.memory import MCMA
+    from deltamem.testing import make_episode
+
+    llm = load_copilot(tmp_path / "a", "success", threads=1)
+    assert llm.name.endswith("a/success")
+    mem = MCMA.open(embedder=HashingEmbedder(), mode="llm", llm=llm, max_tokens=16,
+                    copilot_model=str(tmp_path / "a"))
+    kinds = [c.kind for c in mem.learn(make_episode(episode_id="x"))]
+    assert kinds == ["written", "rejected"]
+    assert mem.stats()["levels"]["h1"] == 0 and mem.stats()["rejections"] == 1
 
 
 def test_no_pairs_is_a_config_error(tmp_path, tiny_base) -> None:

@@ -16,7 +16,9 @@ learn(episode):
 recall(task): Top-N stored tasks by character-level similarity of task descriptions
 (``retrieval="char"``, the paper's choice) or by embedding cosine (``"embedding"``);
 the level is chosen by Eq. 9 (:func:`~.hierarchy.choose_level`): H0 (the raw trajectory
-of the near-identical task, plus H1 entries), H1 (the Top-N episodic entries), or H2
+of the near-identical task, plus H1 entries; near-identical means the task description
+*and* the scene, i.e. the first observation, both match at ``h0_band``, since BabyAI
+repeats the same mission in different layouts), H1 (the Top-N episodic entries), or H2
 (the abstract scripts most similar to the task, by embedding cosine).
 
 Copilots: ``mode="deterministic"`` uses :class:`~.copilot.RuleCopilot` (the untrained
@@ -155,6 +157,13 @@ class MCMA(FlatMemory):
         best = float(sims[order[0]]) if order else 0.0
         h2 = self._h2_entries(items)
         level = hz.choose_level(best, self._bands, have_h2=bool(h2))
+        top_raw = h0.get(pool[order[0]].episode_id) if order else None
+        if level == 0 and (top_raw is None or hz.char_similarity(
+                task.scene_text, top_raw.payload.get("scene", "")) < self.config.h0_band):
+            # H0 replays a trajectory: only for the same instruction in the same situation
+            # (BabyAI repeats missions across layouts)
+            level = hz.choose_level(min(best, self.config.h0_band - 1e-9), self._bands,
+                                    have_h2=bool(h2))
         if not h1:
             level = 0
         shown: list[RecallItem] = []
@@ -209,6 +218,7 @@ class MCMA(FlatMemory):
         h0 = Item(system=self.name, kind=H0, key=role,
                   text=_trajectory_text(goal, kept, episode.success),
                   payload={"schema": SCHEMA, "goal": goal, "actions": kept,
+                           "scene": episode.task.scene_text[:2000],
                            "success": episode.success, "steps": len(episode.steps)},
                   embedding=emb.embed_passages([goal])[0], episode_id=episode.id)
         plan.changes.append(Change("written", "h0", f"pruned trajectory: {len(actions)} -> "
