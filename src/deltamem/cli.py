@@ -416,9 +416,11 @@ def demo(
         typer.Option(help="Also compare this memory (e.g. synapse); repeatable."),
     ] = None,
 ) -> None:
-    """The main job: banks built from demonstrations, then held-out games with no memory and
-    with DeltaMem (frozen bank): success with 95% intervals, the difference, one recall, the
-    trees."""
+    """The main job: held-out games with no memory and with a DeltaMem bank of demonstrations.
+
+    The banks are built from demonstrations, then frozen; prints success with 95%
+    intervals, the difference, one recall and the trees.
+    """
     from deltamem.bench.stats import bootstrap_ci
     from deltamem.demo import DEFAULT_SYSTEMS, example_recall
     from deltamem.demo import demo as run_demo
