@@ -27,6 +27,7 @@ from deltamem import DeltaMem
 from deltamem.embed import make_embedder
 from deltamem.envs.household import HouseholdEnv
 from deltamem.integrations.langgraph import GraphMemory
+from deltamem.integrations.recorder import EpisodeRecorder
 
 SYSTEM = "You play household text games. Send one command at a time with the `act` tool."
 
@@ -112,8 +113,9 @@ def main(argv: list[str] | None = None) -> list[list[BaseMessage]]:
     mem = DeltaMem.open(args.bank, embedder=make_embedder(args.embedder), domain="alfworld")
     with HouseholdEnv(cache_dir=args.cache, n=args.episodes) as env:
         game = Game(env)
+        learned: list[EpisodeRecorder] = []
         memory = GraphMemory(mem, task=lambda state: game.task,
-                             outcome=lambda state: (game.won, None))
+                             outcome=lambda state: (game.won, None), on_learned=learned.append)
         model = WalkthroughModel(game=game, prompts=[])
         graph = build_graph(memory, model, game)
         firsts = []
@@ -124,10 +126,10 @@ def main(argv: list[str] | None = None) -> list[list[BaseMessage]]:
                                                ("user", game.task.observation)]},
                           {"configurable": {"thread_id": f"episode-{i}"}})
             firsts.append(model.prompts[before])
-            recalled = "with memory" if "Memory recalled" in str(firsts[-1][0].content) else \
-                "no memory yet"
-            print(f"{task_id}: {'won' if game.won else 'lost'} in {game.taken} steps "
-                  f"({recalled})")
+            ep = learned[-1]
+            print(f"{task_id}: {'won' if game.won else 'lost'} in {game.taken} steps; "
+                  f"recalled {len(ep.recall.items)} memory nodes; learned: "
+                  f"{', '.join(f'{c.source} {c.kind}' for c in ep.changes or [])}")
     print(f"bank: {mem.stats()['nodes']}")
     mem.close()
     return firsts

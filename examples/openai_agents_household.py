@@ -22,7 +22,7 @@ from agents import Agent, RunConfig, function_tool, set_tracing_disabled
 from deltamem import DeltaMem
 from deltamem.embed import make_embedder
 from deltamem.envs.household import HouseholdEnv
-from deltamem.integrations.openai_agents import run_with_memory
+from deltamem.integrations.openai_agents import MemoryHooks, run_with_memory
 
 INSTRUCTIONS = "You play household text games. Send one command at a time with the `act` tool."
 
@@ -75,17 +75,18 @@ async def play(args: argparse.Namespace) -> list[str | None]:
         agent = Agent(name="player", instructions=INSTRUCTIONS, tools=[act], model=model)
         for task_id in task_ids(env, args):
             game.reset(task_id)
+            hooks = MemoryHooks(mem, game.task, outcome=lambda _output: (game.won, None))
             before = len(model.calls) if isinstance(model, ScriptedModel) else 0
             result = await run_with_memory(
-                agent, game.task.observation, memory=mem, task=game.task,
-                outcome=lambda _output: (game.won, None),
+                agent, game.task.observation, memory=mem, task=game.task, hooks=hooks,
                 run_config=RunConfig(tracing_disabled=args.model is None), max_turns=40)
             if isinstance(model, ScriptedModel):  # the first model call of this run
                 instructions_seen.append(model.calls[before].system_instructions)
-            memory_used = "with memory" if "Memory recalled" in str(
-                (instructions_seen or [None])[-1]) else "no memory yet (or a real model)"
-            print(f"{task_id}: {'won' if game.won else 'lost'} in {game.taken} steps "
-                  f"({memory_used}); agent said: {str(result.final_output)[:60]!r}")
+            changes = hooks.recorder.changes or []
+            print(f"{task_id}: {'won' if game.won else 'lost'} in {game.taken} steps; "
+                  f"recalled {len(hooks.recall.items)} memory nodes; learned: "
+                  f"{', '.join(f'{c.source} {c.kind}' for c in changes)}; "
+                  f"agent said {str(result.final_output)[:40]!r}")
     print(f"bank: {mem.stats()['nodes']}")
     mem.close()
     return instructions_seen
