@@ -49,6 +49,7 @@ __all__ = [
     "Role",
     "RuleCopilot",
     "alpha_guide",
+    "copilot_prompt",
     "episode_input",
     "parse_answer",
 ]
@@ -247,6 +248,17 @@ def episode_input(episode: Episode, tree: TaskNode | None = None, max_chars: int
     return truncate_middle(head + body, max_chars)
 
 
+def copilot_prompt(role: Role, episode: Episode, tree: TaskNode | None, alpha: float,
+                   n: int) -> str:
+    """The ``role`` copilot's prompt for ``episode`` at abstraction ``alpha`` (≤ ``n``
+    entries): also the prompt of the training pairs, so training and use match."""
+    from deltamem.memories.mcma.prompts import load
+
+    return load(f"knowledge_{role}").substitute(
+        alpha=f"{alpha:.2f}", alpha_guide=alpha_guide(alpha),
+        input_data=episode_input(episode, tree), max_items=str(n))
+
+
 def parse_answer(obj: Any) -> list[KnowledgeEntry]:
     """Typed entries of a schema-valid answer; ValueError naming the problem otherwise."""
     try:
@@ -272,11 +284,7 @@ class LLMCopilot:
     rejections: list[ExtractionError] = field(default_factory=list)
 
     def prompt(self, episode: Episode, tree: TaskNode | None, alpha: float, n: int) -> str:
-        from deltamem.memories.mcma.prompts import load
-
-        return load(f"knowledge_{self.role}").substitute(
-            alpha=f"{alpha:.2f}", alpha_guide=alpha_guide(alpha),
-            input_data=episode_input(episode, tree), max_items=str(n))
+        return copilot_prompt(self.role, episode, tree, alpha, n)
 
     def abstract(self, episode: Episode, tree: TaskNode, alpha: float, n: int = 1
                  ) -> list[KnowledgeEntry]:

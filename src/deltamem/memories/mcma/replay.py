@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltamem.envs.base import Environment
-from deltamem.memories.mcma.copilot import LLMCopilot, RuleCopilot
+from deltamem.memories.mcma.copilot import RuleCopilot, copilot_prompt
 from deltamem.memories.mcma.hierarchy import char_similarity
 from deltamem.memories.mcma.preprocess import preprocess
 from deltamem.memories.mcma.structures import render_entry
@@ -121,7 +121,7 @@ def candidate_trajectories(episodes: Sequence[Episode], *, alphas: Sequence[floa
     for ep in episodes:
         role = "success" if ep.success else "failure"
         tree = preprocess(ep)
-        prompt = LLMCopilot(llm=None, role=role).prompt(ep, tree, prompt_alpha, 1)  # type: ignore[arg-type]
+        prompt = copilot_prompt(role, ep, tree, prompt_alpha, 1)
         answers: dict[str, str] = {}
         for a in alphas:
             for entry in RuleCopilot(role).abstract(ep, tree, a):
