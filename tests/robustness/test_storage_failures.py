@@ -265,3 +265,13 @@ def test_export_to_a_folder_or_a_missing_folder_says_so(tmp_path: Path) -> None:
         export_jsonl(store, tmp_path / "nope" / "x.jsonl")
     store.close()
     assert not (tmp_path / "dir.tmp").exists()
+
+
+def test_item_banks_translate_storage_failures_too(tmp_path: Path) -> None:
+    from deltamem.store.items import ItemStore
+
+    path = tmp_path / "items.db"
+    path.write_bytes(os.urandom(8192))
+    for readonly in (False, True):
+        with pytest.raises(NotABankError):
+            ItemStore(path, readonly=readonly)

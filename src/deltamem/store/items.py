@@ -31,7 +31,7 @@ import numpy as np
 
 from deltamem.errors import EmbedderMismatchError, StoreError
 from deltamem.store.records import META_KEYS, apply_records, meta_rows
-from deltamem.store.sqlite import SQLiteLedger
+from deltamem.store.sqlite import SQLiteLedger, guarded, storage_error
 from deltamem.types import new_id
 
 __all__ = ["ITEMS_SCHEMA_VERSION", "Item", "ItemStore"]
@@ -133,8 +133,8 @@ class ItemStore(SQLiteLedger):
             if not readonly:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = FULL")
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"cannot open memory bank {self.path}: {e}") from e
+        except sqlite3.Error as e:
+            raise storage_error(e, self.path) from e
         self._conn = conn
         self._lock = threading.RLock()
         self._in_tx = False
@@ -155,10 +155,11 @@ class ItemStore(SQLiteLedger):
             row = self._conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)
             ).fetchone()
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"{self.path} is not a memory bank: {e}") from e
+        except sqlite3.Error as e:
+            raise storage_error(e, self.path) from e
         return row is not None
 
+    @guarded
     def _migrate(self) -> None:
         if self._has_table("nodes"):
             raise StoreError(
@@ -184,6 +185,7 @@ class ItemStore(SQLiteLedger):
                     "INSERT INTO meta VALUES ('schema_version', ?)", (str(ITEMS_SCHEMA_VERSION),)
                 )
 
+    @guarded
     def _check_schema(self) -> None:
         v = self.meta().get("schema_version")
         if v is not None and v > ITEMS_SCHEMA_VERSION:
@@ -193,6 +195,7 @@ class ItemStore(SQLiteLedger):
             )
 
     # -- meta --------------------------------------------------------------------
+    @guarded
     def meta(self) -> dict[str, Any]:
         """``schema_version``, ``system``, ``embedder_name``, ``embedder_dim``, ``config``,
         ``created_at`` — the ones recorded so far."""
@@ -209,6 +212,7 @@ class ItemStore(SQLiteLedger):
                 out[k] = v
         return out
 
+    @guarded
     def init_meta(
         self,
         *,
@@ -243,6 +247,7 @@ class ItemStore(SQLiteLedger):
             ]
             self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
 
+    @guarded
     def check_embedder(self, name: str, dim: int) -> None:
         """Raise :class:`EmbedderMismatchError` unless the bank records this embedder
         (a bank without a recorded embedder accepts any)."""
@@ -274,6 +279,7 @@ class ItemStore(SQLiteLedger):
             seq=r["seq"],
         )
 
+    @guarded
     def items(self, kind: str | None = None, key: str | None = None) -> list[Item]:
         """Stored items in insertion order, optionally only of one ``kind`` / ``key``."""
         where, args = [], []
@@ -289,6 +295,7 @@ class ItemStore(SQLiteLedger):
         rows = self._conn.execute(sql + " ORDER BY seq", args).fetchall()
         return [self._row_to_item(r) for r in rows]
 
+    @guarded
     def get(self, item_id: str) -> Item:
         """The item with ``item_id``; :class:`StoreError` when there is none."""
         row = self._conn.execute(f"SELECT {_COLS} FROM items WHERE id = ?", (item_id,)).fetchone()
@@ -296,6 +303,7 @@ class ItemStore(SQLiteLedger):
             raise StoreError(f"no item {item_id!r} in bank {self.path}")
         return self._row_to_item(row)
 
+    @guarded
     def count(self, kind: str | None = None) -> int:
         if kind is None:
             return int(self._conn.execute("SELECT COUNT(*) FROM items").fetchone()[0])
@@ -303,6 +311,7 @@ class ItemStore(SQLiteLedger):
             self._conn.execute("SELECT COUNT(*) FROM items WHERE kind = ?", (kind,)).fetchone()[0]
         )
 
+    @guarded
     def insert(self, item: Item, *, keep_seq: bool = False) -> Item:
         """Store a new item; returns it with its ``seq`` (and ``updated_at`` if it was 0)."""
         item = replace(item, updated_at=item.updated_at or item.created_at)
@@ -328,6 +337,7 @@ class ItemStore(SQLiteLedger):
                 raise StoreError(f"cannot store item {item.id}: {e}") from e
         return replace(item, seq=seq)
 
+    @guarded
     def update(
         self,
         item_id: str,
@@ -350,6 +360,7 @@ class ItemStore(SQLiteLedger):
             raise StoreError(f"no item {item_id!r} in bank {self.path}")
 
     # -- logs ----------------------------------------------------------------------
+    @guarded
     def add_rejection(
         self, *, episode_id: str, role: str, reason: str, raw: str,
         created_at: float | None = None,
@@ -362,6 +373,7 @@ class ItemStore(SQLiteLedger):
                 (created_at or time.time(), episode_id, role, reason, raw[:_RAW_MAX]),
             )
 
+    @guarded
     def rejections(self) -> list[dict[str, Any]]:
         rows = self._conn.execute(
             "SELECT created_at, episode_id, role, reason, raw FROM rejections ORDER BY id"
@@ -369,6 +381,7 @@ class ItemStore(SQLiteLedger):
         return [dict(r) for r in rows]
 
     # -- export / import --------------------------------------------------------------
+    @guarded
     def iter_export(self) -> Iterator[dict[str, Any]]:
         """Every record as JSON-ready dicts: meta first, then items, rejections, learned ids."""
         meta = self.meta()
@@ -386,6 +399,7 @@ class ItemStore(SQLiteLedger):
         for r in self._conn.execute("SELECT episode_id, learned_at FROM learned ORDER BY rowid"):
             yield {"type": "learned", **dict(r)}
 
+    @guarded
     def import_records(self, records: Iterable[Mapping[str, Any]]) -> int:
         """Load exported records into this (empty) bank in one transaction; returns item count.
 
