@@ -56,6 +56,8 @@ def test_run_directory_without_bank_says_so(tmp_path):
     (d / "config.json").write_text(json.dumps({"memory": "none"}))
     with pytest.raises(InvalidInputError, match=r"run directory without a bank.*'none'"):
         resolve_bank(d)
+    with pytest.raises(InvalidInputError, match="is a directory, not a bank"):
+        resolve_bank(tmp_path)
     # plain paths and URLs pass through unchanged
     assert resolve_bank(tmp_path / "x.db") == str(tmp_path / "x.db")
     assert resolve_bank("postgresql://u@h/db") == "postgresql://u@h/db"

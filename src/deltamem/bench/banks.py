@@ -28,10 +28,17 @@ def resolve_bank(bank: str | Path) -> str:
     a ``postgresql://`` URL, a path that does not exist) is returned unchanged.
 
     Raises :class:`InvalidInputError` for a run directory that holds no bank (memory
-    ``none`` keeps none).
+    ``none`` keeps none) and for any other directory (a bank is a file).
     """
     text = str(bank)
-    if "://" in text or not is_run_dir(text):
+    if "://" in text:
+        return text
+    if not is_run_dir(text):
+        if Path(text).is_dir():
+            raise InvalidInputError(
+                f"{text} is a directory, not a bank: give a bank file, or a run directory "
+                f"(one with config.json), which stands for its {_BANK}"
+            )
         return text
     p = Path(text)
     if (p / _BANK).exists():
