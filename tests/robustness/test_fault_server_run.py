@@ -61,7 +61,8 @@ def totals(recs: list[dict]) -> tuple[int, int, float]:
 
 
 def test_a_run_against_a_faulty_server_loses_nothing_and_counts_every_retry(
-    server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a local server needs no key
     cfg = RunConfig(
@@ -71,7 +72,8 @@ def test_a_run_against_a_faulty_server_loses_nothing_and_counts_every_retry(
         llm_options={"base_url": server.url, "timeout": 0.5, "backoff": 0.01,
                      "max_retries": 3},
     )
-    result = run_bench(cfg, env=corridor(), progress=False)
+    with caplog.at_level("WARNING", logger="deltamem.llm.openai_compat"):
+        result = run_bench(cfg, env=corridor(), progress=False)
     recs = records(cfg.run_dir)
     assert [r["index"] for r in recs] == [0, 1, 2, 3]
     assert len({r["episode_id"] for r in recs}) == 4
@@ -81,6 +83,8 @@ def test_a_run_against_a_faulty_server_loses_nothing_and_counts_every_retry(
     attempts, retries, wait = totals(recs)
     assert attempts == server.count()
     assert retries == server.count(*RETRIED)
+    shown = [r for r in caplog.records if "; retry " in r.getMessage()]
+    assert len(shown) == retries  # every retry was announced, none silent
     assert set(RETRIED) | {"offschema"} <= {e.fault for e in server.log}  # every kind served
     assert {"act", "extract"} <= {p for r in recs for p in r["usage"]}
     assert wait > 0
