@@ -453,6 +453,15 @@ def _keys() -> str:
     return str(p)
 
 
+def _good_bank() -> str:
+    from deltamem.embed import HashingEmbedder
+    from deltamem.memories.deltamem import DeltaMem
+
+    path = TMP / "good.db"
+    DeltaMem.open(path, embedder=HashingEmbedder(dim=64)).close()
+    return str(path)
+
+
 def _jsonl_with(first: str, name: str) -> str:
     p = TMP / name
     p.write_text(first + "\n")
@@ -460,8 +469,8 @@ def _jsonl_with(first: str, name: str) -> str:
 
 
 for label, args in [
-    ("export to a missing folder", lambda: ["export", str(damaged_bank(TMP / "e1").with_name(
-        "bad.db")), str(TMP / "nope" / "x.jsonl")]),
+    ("export to a missing folder", lambda: ["export", _good_bank(),
+                                            str(TMP / "nope" / "x.jsonl")]),
     ("import: first line is an array", lambda: ["import", _jsonl_with("[1, 2]", "arr.jsonl"),
                                                 str(TMP / "arr.db")]),
     ("import: first line is a string", lambda: ["import", _jsonl_with('"s"', "str.jsonl"),
@@ -490,11 +499,7 @@ for label, args in [
 
 @probe("5", "CLI export BANK /some/dir leaves /some/dir.tmp")
 def _export_dir() -> str:
-    src = damaged_bank(TMP / "ed").with_name("good.db")
-    from deltamem.embed import HashingEmbedder
-    from deltamem.memories.deltamem import DeltaMem
-
-    DeltaMem.open(src, embedder=HashingEmbedder(dim=64)).close()
+    src = _good_bank()
     d = TMP / "somedir"
     d.mkdir()
     out = cli("export", str(src), str(d))

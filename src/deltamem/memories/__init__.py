@@ -97,14 +97,21 @@ def bank_system(path: str | Path) -> str:
     p = Path(path)
     if not p.exists():
         raise StoreError(f"no memory bank at {p}")
-    try:
-        con = sqlite3.connect(f"file:{p.resolve()}?mode=ro", uri=True)
+    from deltamem.store.sqlite import storage_error
+
+    for flags in ("mode=ro", "mode=ro&immutable=1"):  # immutable: a read-only folder
         try:
-            row = con.execute("SELECT value FROM meta WHERE key = 'system'").fetchone()
-        finally:
-            con.close()
-    except sqlite3.DatabaseError as e:
-        raise StoreError(f"{p} is not a deltamem bank: {e}") from e
+            con = sqlite3.connect(f"file:{p.resolve()}?{flags}", uri=True)
+            try:
+                row = con.execute("SELECT value FROM meta WHERE key = 'system'").fetchone()
+            finally:
+                con.close()
+            break
+        except sqlite3.Error as e:
+            code = getattr(e, "sqlite_errorcode", 0) or 0
+            if flags == "mode=ro" and code & 0xFF == sqlite3.SQLITE_CANTOPEN:
+                continue
+            raise storage_error(e, str(p)) from e
     return "deltamem" if row is None else str(row[0])
 
 

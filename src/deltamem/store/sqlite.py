@@ -112,6 +112,8 @@ def storage_error(e: sqlite3.Error, path: str) -> StoreError:
         )
     if primary == sqlite3.SQLITE_NOTADB or "not a database" in msg:
         return NotABankError(f"{path} is not a deltamem bank (not an SQLite database)")
+    if "no such table" in msg:
+        return NotABankError(f"{path} is not a deltamem bank ({msg})")
     if primary == sqlite3.SQLITE_FULL or "disk is full" in msg:
         return StorageFullError(f"cannot write bank {path}: the disk is full ({msg})")
     if primary == sqlite3.SQLITE_READONLY or "readonly" in msg:
