@@ -362,7 +362,7 @@ def run(
         f"run {cfg.run_dir}: {cfg.env} ({cfg.split}), memory {cfg.memory}, llm {cfg.llm}, "
         f"decoding {cfg.decoding}"
         + (f", embedder {cfg.embedder}" if cfg.embedder else ""),
-        markup=False, highlight=False,
+        markup=False, highlight=False, soft_wrap=True,
     )
     result = run_bench(cfg, progress=None)
     for ph in result.phases:

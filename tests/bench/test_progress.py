@@ -62,6 +62,20 @@ def test_bar_shows_steps_and_the_last_action(tmp_path, monkeypatch):
     assert all(s.startswith(f"step {i}/3 ") for i, s in enumerate(seen, 1))
 
 
+def test_bar_says_when_an_episode_is_learning(tmp_path, monkeypatch):
+    from bench_toys import Faults, FileMemory
+
+    from deltamem.memories import register_memory
+
+    register_memory("test-file", lambda **kw: FileMemory(kw.get("bank"), Faults()))
+    states: list[str] = []
+    monkeypatch.setattr(runner_mod._Display, "status", lambda self, text: states.append(text))
+    run(_config(tmp_path, memory="test-file", episodes=2), env=CorridorEnv(), llm=_llm(),
+        progress=False)
+    assert len(states) == 2 and all(t.endswith("steps; learning") for t in states)
+    assert states[0].startswith(("success in ", "failure in "))
+
+
 def _console_to(buf):
     from rich.console import Console
 

@@ -357,6 +357,8 @@ class _Session:
                 "wall_s": time.perf_counter() - t0,
                 "bank_fingerprint": _content_fingerprint(phase.bank),
             })
+            display.status(f"{'success' if episode.success else 'failure'} in "
+                           f"{len(episode.steps)} steps; learning")
             changes = memory.learn(episode, recall)
             record.update(learned=True, changes=changes.to_list())
         record.update(
@@ -697,6 +699,11 @@ class _Display:
         self._max_steps = max_steps
         if self._progress is not None:
             self._progress.update(self._task, now=f"episode {position + 1}: recall")
+
+    def status(self, text: str) -> None:
+        """What the current episode is doing now (e.g. learning)."""
+        if self._progress is not None:
+            self._progress.update(self._task, now=text)
 
     def step(self, n: int, action: str) -> None:
         """Step ``n`` of the current episode was taken."""
