@@ -454,7 +454,7 @@ class SQLiteStore(SQLiteLedger):
             k, v = r["key"], r["value"]
             try:
                 if not isinstance(k, str):
-                    raise TypeError(f"a setting named {k!r}")
+                    raise TypeError(f"a setting's name reads as {type(k).__name__}")
                 if k in ("schema_version", "embedder_dim"):
                     out[k] = int(v)
                 elif k == "created_at":
@@ -465,7 +465,8 @@ class SQLiteStore(SQLiteLedger):
                     out[k] = v
             except (TypeError, ValueError) as e:
                 raise BankDamagedError(
-                    f"bank {self.path} is damaged: its {k!r} setting does not decode ({e})"
+                    f"bank {self.path} is damaged: its settings do not decode ({e}); restore it "
+                    "from an export or a backup"
                 ) from e
         return out
 
