@@ -176,3 +176,16 @@ def test_llm_splitter_inconsistent_answer_is_repaired_then_rejected() -> None:
     assert "starts at action 6, expected 5" in llm.calls[1][1][-1]["content"]
     assert splitter.rejections and tree.children[0].name == "Take bowl from cabinet"
     assert tree.children[0].source == "rule"
+
+
+def test_repeated_generic_observation_is_not_a_loop() -> None:
+    # ScienceWorld answers "The door is already open." for every door: not a loop, and the
+    # no-op itself is pruned; what was achieved in between stays
+    acts = ["open door to hallway", "go to hallway", "pick up seed jar",
+            "open door to kitchen", "go to kitchen", "go to hallway"]
+    obs = ["The door is already open.", "You move to the hallway.",
+           "You move the seed jar to the inventory.", "The door is already open.",
+           "You move to the kitchen.", "You move to the hallway."]
+    kept = prune(_episode(acts, obs, domain="scienceworld").steps, grammar_for("scienceworld"))
+    assert [s.action for s in kept] == ["go to hallway", "pick up seed jar", "go to kitchen",
+                                        "go to hallway"]

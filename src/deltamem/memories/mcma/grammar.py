@@ -69,7 +69,8 @@ class Grammar:
     def rejected(observation: str) -> bool:
         """Whether an observation says the action had no effect."""
         o = observation.strip().lower()
-        return any(o.startswith(h) for h in _INVALID)
+        first = o.split(".", 1)[0]
+        return any(o.startswith(h) for h in _INVALID) or " is already " in f" {first} "
 
     def undoes(self, first: str, second: str) -> bool:
         pair = (" ".join(first.lower().split()), " ".join(second.lower().split()))

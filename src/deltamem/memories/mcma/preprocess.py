@@ -3,11 +3,12 @@
 A raw trajectory becomes a hierarchical task tree Ψ in four stages:
 
 1. **Noise pruning** (:func:`prune`, ``A_prune``): drop actions the environment rejected
-   or that changed nothing, observation-only actions (``look``, ``inventory``, ...),
-   back-to-back inverse pairs (BabyAI ``turn left``/``turn right``; three equal turns
-   become one turn the other way, four none), loops (the agent
-   came back to an observation it had already seen: the steps in between are removed),
-   and, where one navigation reaches any place (household), a ``go to`` superseded by
+   or that changed nothing ("Nothing happens", "... is already open"), observation-only
+   actions (``look``, ``inventory``, ...), back-to-back inverse pairs (BabyAI ``turn
+   left``/``turn right``; three equal turns become one turn the other way, four none),
+   loops (a move brought the agent back to an observation it had already seen and no
+   milestone was reached in between: the steps in between are removed), and, where one
+   navigation reaches any place (household), a ``go to`` superseded by
    another ``go to`` before anything was done there.
 2. **Subtask segmentation** (``A_split``): the deterministic splitter
    (:class:`RuleSplitter`) ends a subtask after each *milestone* action (take, put,
@@ -145,7 +146,9 @@ def prune(steps: Sequence[Step], grammar: Grammar) -> list[PrunedStep]:
         seen: dict[str, int] = {}
         for j, s in enumerate(kept):
             key = s.observation
-            if key in seen and grammar.kind(s.action) != "milestone":
+            if (key in seen and grammar.kind(s.action) == "navigate"
+                    and not any(grammar.kind(x.action) == "milestone"
+                                for x in kept[seen[key] + 1:j + 1])):
                 del kept[seen[key] + 1:j + 1]
                 changed = True
                 break
