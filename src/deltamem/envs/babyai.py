@@ -284,8 +284,15 @@ def bot_plan(gym_env: Any, limit: int = 200) -> list[str]:
     from minigrid.utils.baby_ai_bot import BabyAIBot
 
     sim = copy.deepcopy(gym_env.unwrapped)
-    bot = BabyAIBot(sim)
     out: list[str] = []
+    try:
+        bot = BabyAIBot(sim)
+        return _run_bot(bot, sim, limit, out)
+    except (AssertionError, ValueError, KeyError, IndexError):
+        return []  # the bot cannot plan from some mid-episode states (e.g. after a drop)
+
+
+def _run_bot(bot: Any, sim: Any, limit: int, out: list[str]) -> list[str]:
     for _ in range(limit):
         idx = int(bot.replan())
         if idx >= len(ACTIONS):  # 'done': the bot thinks the mission is accomplished
