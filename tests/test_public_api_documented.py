@@ -64,7 +64,7 @@ def test_nodes_lists_a_tree_parents_first(tmp_path):
     nodes = mem.nodes("task")
     assert [n.kind for n in nodes] == ["ROOT", "RESIDUAL"]
     assert nodes[1].parent == nodes[0].id and nodes[1].depth == 2
-    assert nodes[0].trigger == first.task.goal
+    assert nodes[0].trigger == mem.queries(first.task)["task"]  # the text that was embedded
     assert DeltaMem.nodes.__doc__ and "parents before children" in DeltaMem.nodes.__doc__
 
 

@@ -28,8 +28,8 @@ def test_non_terminal_output_gets_one_line_per_episode(tmp_path, capsys):
     run(_config(tmp_path), env=CorridorEnv(), llm=_llm(), progress=None)
     lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(lines) == 3, lines
-    assert lines[0].startswith("online (test) episode 1/3 ")
-    assert lines[-1].startswith("online (test) episode 3/3 ")
+    assert lines[0].startswith("run: online (test) episode 1/3 ")  # run: the run dir's name
+    assert lines[-1].startswith("run: online (test) episode 3/3 ")
     assert all(" steps, " in ln and "success so far" in ln for ln in lines)
     # the running rate counts what was played so far
     n_success = sum(": success," in ln for ln in lines)

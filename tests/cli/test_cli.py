@@ -21,7 +21,9 @@ H = HashingEmbedder(dim=64)
 @pytest.fixture
 def bank(tmp_path):
     path = tmp_path / "bank.db"
-    mem = DeltaMem.open(path, embedder=H, domain="alfworld", k_cons=2)
+    # raw texts as triggers, so the counts below do not depend on the domain's default modes
+    mem = DeltaMem.open(path, embedder=H, domain="alfworld", k_cons=2, task_trigger="goal",
+                        env_trigger="scene")
     mem.learn(make_episode(episode_id="e1"))
     mem.learn(make_episode("put a hot egg in garbagecan", success=False, episode_id="e2"))
     mem.learn(

@@ -32,7 +32,9 @@ def run_dir(tmp_path):
     d = tmp_path / "run"
     d.mkdir()
     (d / "config.json").write_text(json.dumps({"memory": "deltamem"}))
-    mem = DeltaMem.open(d / "bank.db", embedder=H, domain="alfworld", tau_env=0.99)
+    # raw scene triggers (env_trigger="scene"), whose shared opening hid the difference
+    mem = DeltaMem.open(d / "bank.db", embedder=H, domain="alfworld", tau_env=0.99,
+                        env_trigger="scene")
     mem.learn(make_episode(scene=PREFIX + "a bed 1, a desk 1 and a drawer 3.", episode_id="a"))
     mem.learn(make_episode("put a hot egg in garbagecan", success=False, episode_id="b",
                            scene=PREFIX + "a stoveburner 2, a fridge 1 and a sinkbasin 1."))
@@ -119,8 +121,9 @@ def test_run_prints_mode_bank_and_per_episode_lines(tmp_path, tiny_env):
     assert res.exit_code == 0, res.output
     assert "decoding constrained (picks among the admissible actions)" in res.output
     assert f"bank: {out / 'bank.db'}" in res.output
-    assert re.search(r"online \(seen\) episode 1/2 t\d: (success|failure), reward", res.output)
-    assert re.search(r"online \(seen\) episode 2/2 t\d: .*success so far \d/2", res.output)
+    assert re.search(r"r: online \(seen\) episode 1/2 t\d: (success|failure), reward",
+                     res.output)
+    assert re.search(r"r: online \(seen\) episode 2/2 t\d: .*success so far \d/2", res.output)
     assert re.search(r"online: 2 episodes, .* s playing and learning", res.output)
 
 

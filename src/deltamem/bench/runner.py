@@ -252,7 +252,7 @@ class _Session:
     def run(self, show_progress: str) -> None:
         phases = self.plan()
         self._check_log(phases)
-        with _Display(show_progress) as display:
+        with _Display(show_progress, label=self.run_dir.name) as display:
             self.display = display
             for phase in phases:
                 if self.log.next_index >= phase.end:
@@ -647,8 +647,9 @@ class _Display:
     finished episode, for output that is not a terminal. ``off``: nothing.
     """
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, label: str = "") -> None:
         self.mode = mode
+        self.label = label  # the run's name, so runs side by side (a demo) can be told apart
         self._progress: Any = None
         self._console: Any = None
         self._task: Any = None
@@ -687,7 +688,7 @@ class _Display:
 
     def start(self, phase: _Phase, done: int, wins: int) -> None:
         self._n, self._wins = done, wins
-        self._phase = f"{phase.name} ({phase.split})"
+        self._phase = f"{self.label}: " * bool(self.label) + f"{phase.name} ({phase.split})"
         self._total = len(phase.task_ids)
         if self._progress is not None:
             self._task = self._progress.add_task(
