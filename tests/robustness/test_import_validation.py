@@ -133,6 +133,9 @@ CASES = {
     "bad config": (lambda: mutated(**{"0": {"config": {"tau_task": 7}}}),
                    "not a valid DeltaMem configuration"),
     "bad dimension in meta": (lambda: mutated(**{"0": {"embedder_dim": 0}}), "embedder_dim"),
+    "embedder name without dimension": (
+        lambda: [{k: v for k, v in EXPORT[0].items() if k != "embedder_dim"},
+                 *copy.deepcopy(EXPORT[1:])], "must come together"),
     "NUL in text": (lambda: mutated(node={"trigger": "a\x00b"}), "NUL"),
 }
 

@@ -202,6 +202,8 @@ class ImportChecker:
         v = rec.get("schema_version", 0)
         if not _is_int(v) or v < 0:
             raise _Bad(f"schema_version must be a non-negative integer, not {_show(v)}")
+        if ("embedder_name" in rec) != ("embedder_dim" in rec):
+            raise _Bad("embedder_name and embedder_dim must come together (a bank records both)")
         if "embedder_name" in rec:
             name = _text(rec, "embedder_name", empty=False)
             if self.embedder_name is not None and name != self.embedder_name:
