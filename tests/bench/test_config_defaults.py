@@ -80,3 +80,12 @@ def test_report_says_which_decoding_the_run_used(tmp_path):
         text = report(cfg.run_dir, plots=False).read_text()
         assert ("Action decoding: constrained" in text) is constrained
         assert ("Action decoding: free generation" in text) is not constrained
+
+
+@pytest.mark.parametrize("memory", ["deltamem", "synapse"])
+def test_needs_an_embedder_names_the_flag(memory):
+    from deltamem.memories import make_memory
+
+    with pytest.raises(ConfigError, match="--embedder"):
+        make_memory(memory, embedder=None)
+

@@ -168,7 +168,8 @@ class OpenAICompatLLM(BaseLLM):
         if self._client is not None:
             return self._client
         if not self.model:
-            raise ConfigError("OpenAICompatLLM needs a model name")
+            raise ConfigError("OpenAICompatLLM needs a model name (--llm openai:MODEL on the "
+                              "command line)")
         if self.max_retries < 0 or self.backoff < 0 or self.timeout <= 0:
             raise ConfigError("max_retries and backoff must be >= 0 and timeout > 0")
         try:

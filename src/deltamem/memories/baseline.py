@@ -316,7 +316,8 @@ class FlatMemory(Memory):
         except ValidationError as e:
             raise ConfigError(f"invalid {self.name} configuration: {e}") from e
         if self.uses_llm and mode == "llm" and llm is None:
-            raise ConfigError(f"{self.name}: mode 'llm' needs an llm (or use mode='deterministic')")
+            raise ConfigError(f"{self.name}: mode 'llm' needs an llm (--llm on the command "
+                              "line; or use mode='deterministic')")
         if embedder is not None:
             if readonly:
                 store.check_embedder(embedder.name, embedder.dim)

@@ -117,7 +117,8 @@ class AriGraphMemory(StepMemory):
         wants_llm = "llm" in ((c.extraction or default), (c.replacement or default))
         llm = self.llm if (wants_llm and not self.readonly) else None
         if wants_llm and not self.readonly and llm is None:
-            raise ConfigError("arigraph: extraction/replacement 'llm' needs an llm")
+            raise ConfigError("arigraph: extraction/replacement 'llm' needs an llm (--llm on the "
+                              "command line)")
         self.extractor: TripletExtractor | None = extractor
         if self.extractor is None:
             if (c.extraction or default) == "rules":

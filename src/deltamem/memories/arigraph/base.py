@@ -134,7 +134,8 @@ class StepMemory(Memory):
         except ValidationError as e:
             raise ConfigError(f"invalid {self.name} configuration: {e}") from e
         if self.config.mode == "llm" and llm is None and not readonly:
-            raise ConfigError(f"{self.name}: mode 'llm' needs an llm (or mode='deterministic')")
+            raise ConfigError(f"{self.name}: mode 'llm' needs an llm (--llm on the command "
+                              "line; or mode='deterministic')")
         if embedder is not None:
             if readonly:
                 store.check_embedder(embedder.name, embedder.dim)
