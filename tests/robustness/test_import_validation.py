@@ -234,7 +234,8 @@ def mutations(draw: st.DrawFn) -> list[dict[str, Any]]:
     return recs
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(recs=mutations())
 def test_any_mutation_imports_to_a_working_bank_or_is_refused_with_nothing_written(
     recs: list[dict[str, Any]],
