@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from deltamem.analysis.recall_eval import (
     RecallReport,
     build_bank,
@@ -72,19 +74,45 @@ def load_stream(env_specs: list[str], split: str, n: int, seed: int, cache: Path
     return items
 
 
+class MemoEmbedder:
+    """The embedder with a per-process cache (the settings re-embed the same texts)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self._cache: dict[tuple[str, str], np.ndarray] = {}
+
+    def _get(self, kind: str, texts: Any) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if (kind, t) not in self._cache]
+        if todo:
+            fn = self.inner.embed_queries if kind == "q" else self.inner.embed_passages
+            for t, v in zip(todo, fn(todo), strict=True):
+                self._cache[(kind, t)] = v
+        return np.stack([self._cache[(kind, t)] for t in texts]) if texts else \
+            np.zeros((0, self.dim), np.float32)
+
+    def embed_queries(self, texts: Any) -> np.ndarray:
+        return self._get("q", list(texts))
+
+    def embed_passages(self, texts: Any) -> np.ndarray:
+        return self._get("p", list(texts))
+
+
 def row(name: str, rep: RecallReport) -> list[str]:
     out = []
     for tree, t in rep.trees.items():
         prec = t.precision
         auto = t.auto_tau()
         rel, irr = t.median("relevant"), t.median("irrelevant")
+        rels = [v for v in t.best_relevant if v == v]
+        irrs = [v for v in t.best_irrelevant if v == v]
+        span = (f"{min(rels):.3f} / {max(irrs):.3f}" if rels and irrs else "-")
         out.append(
             f"| {name} | {tree} | {t.tau:.3f} | {t.warm_rate:.2f} | "
             f"{'-' if prec is None else f'{prec:.2f}'} | "
             f"{'-' if t.top1 is None else f'{t.top1:.2f}'} | "
             f"{'-' if rel is None else f'{rel:.3f}'} | {'-' if irr is None else f'{irr:.3f}'} | "
             f"{t.mean_chain:.2f} | {'-' if auto is None else f'{auto[0]:.3f} ({auto[1]:.2f})'} | "
-            f"{rep.bank['depth_histogram'][tree]} | {rep.bank['consolidated'][tree]} |"
+            f"{rep.bank['depth_histogram'][tree]} | {rep.bank['consolidated'][tree]} | {span} |"
         )
     return out
 
@@ -116,11 +144,19 @@ def main() -> None:
         name, _, opts = s.partition(":")
         settings[name] = parse_options([o for o in opts.split(",") if o])
     settings = settings or DEFAULT_SETTINGS
-    embedder = make_embedder(args.embedder)
+    embedder = MemoEmbedder(make_embedder(args.embedder))
+    t0 = time.perf_counter()
+    embedder.inner.embed_queries(["warm-up"])
+    t0 = time.perf_counter()
+    for i in range(20):
+        embedder.inner.embed_queries([f"put a clean mug {i} in the shelf"])
+    print(f"# {args.embedder}: {(time.perf_counter() - t0) / 20 * 1000:.1f} ms per query "
+          "(one short text, this machine, now)")
     domain = make_env(args.env[0], **env_options).domain
     print("| setting | tree | τ | warm rate | precision@1 | top-1 relevant | med. best rel. "
-          "| med. best irr. | mean chain | F1-τ (F1) | depth hist. | consolidated |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| med. best irr. | mean chain | F1-τ (F1) | depth hist. | consolidated "
+          "| min best rel. / max best irr. |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, opts in settings.items():
         mem = build_bank([ep for ep in train if ep.steps], embedder, domain=domain, options=opts)
         rep = evaluate_recall(mem, train, tests)

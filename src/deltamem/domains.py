@@ -14,7 +14,8 @@ distribution. So the thresholds DeltaMem uses are looked up by
   for E5 similarities of raw texts.
 
 Each domain also names its default trigger modes (what each tree embeds),
-again measured with ``deltamem eval-recall``.
+again measured with ``deltamem eval-recall``; with E5 the paper's raw texts stay
+the default (:func:`default_trigger`).
 """
 
 from __future__ import annotations
@@ -48,8 +49,31 @@ class Threshold:
 E5 = "intfloat/e5-base-v2"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
+_HH = (
+    "measured with benchmarks/recall_matrix.py (deltamem eval-recall): household, bank from 60 "
+    "solved train tasks, recall of 30 unseen tasks, seeds 0 and 1"
+)
+
 #: measured thresholds: (domain, tree, embedder name, trigger mode) → Threshold
-MEASURED: dict[tuple[str, str, str, str], Threshold] = {}
+MEASURED: dict[tuple[str, str, str, str], Threshold] = {
+    ("alfworld", "task", MINILM, "abstract"): Threshold(
+        0.95,
+        f"{_HH}: a same-type query scores 1.0 (same goal template), the best other-type node "
+        "at most 0.90 (medians 1.0 vs 0.82); τ in the middle of that gap; warm rate 1.0, "
+        "precision@1 1.0 on both seeds",
+    ),
+    ("alfworld", "env", MINILM, "places"): Threshold(
+        0.93,
+        f"{_HH}: best same-room-kind node ≥ 0.978, best other-room-kind node ≤ 0.895 "
+        "(medians 0.981 vs 0.828); τ in the middle of that gap; warm rate 1.0, precision@1 "
+        "(room kind) 1.0 on both seeds",
+    ),
+    ("alfworld", "env", MINILM, "scene"): Threshold(
+        0.93,
+        f"{_HH}: best same-room-kind node ≥ 0.967, best other-room-kind node ≤ 0.907 "
+        "(medians 0.983 vs 0.844)",
+    ),
+}
 
 
 def thresholds(domain: str, tree: str, embedder: str | None, trigger: str) -> Threshold:
@@ -73,6 +97,17 @@ def thresholds(domain: str, tree: str, embedder: str | None, trigger: str) -> Th
         f"{embedder or '?'} with {trigger!r} triggers (check with `deltamem eval-recall`)",
     )
 
+
+def default_trigger(domain: str, tree: str, embedder: str | None) -> str:
+    """The trigger mode a tree uses by default: the paper's raw text (goal, scene) with
+    E5-base-v2, whose Table 4 thresholds were chosen for it; the domain's measured
+    choice (:class:`DomainPreset`) with any other embedder."""
+    if embedder == E5:
+        return "goal" if tree == "task" else "scene"
+    p = get_domain(domain)
+    return p.task_trigger if tree == "task" else p.env_trigger
+
+
 _GENERIC_HEADER = (
     "Memory recalled from earlier episodes:\n"
     "* Task skills: how tasks like this one were solved before (a base skill, then deltas "
@@ -85,7 +120,9 @@ _GENERIC_HEADER = (
 DOMAINS: dict[str, DomainPreset] = {
     "alfworld": DomainPreset(
         "alfworld", 0.75, 0.85, 5,
-        "Memory recalled from earlier household episodes:\n"
+        task_trigger="abstract",
+        env_trigger="places",
+        header="Memory recalled from earlier household episodes:\n"
         "* Task skills: HOW this kind of household task was solved (a base skill, then deltas "
         "that patch it).\n"
         "* Environment knowledge: WHERE kinds of objects tend to be and HOW receptacles and "

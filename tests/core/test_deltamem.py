@@ -40,6 +40,9 @@ def table(mapping: dict[str, list[float]]) -> TableEmbedder:
 
 def mem_with(emb, **kw) -> DeltaMem:
     kw.setdefault("domain", "alfworld")
+    # these tests drive the tree mechanics with raw texts (the table maps goals/scenes)
+    kw.setdefault("task_trigger", "goal")
+    kw.setdefault("env_trigger", "scene")
     return DeltaMem.open(":memory:", embedder=emb, **kw)
 
 
@@ -178,7 +181,8 @@ def test_skip_writes_nothing():
 def test_kth_success_hit_consolidates_and_state_survives_reload(tmp_path):
     emb = table({"base goal": unit(0.8), "variant goal": e0()})
     bank = tmp_path / "bank.db"
-    mem = DeltaMem.open(bank, embedder=emb, domain="alfworld", k_cons=2, use_env_tree=False)
+    mem = DeltaMem.open(bank, embedder=emb, domain="alfworld", k_cons=2, use_env_tree=False,
+                        task_trigger="goal")
     mem.learn(make_episode("base goal", episode_id="e0"))
     mem.learn(make_episode("variant goal", actions=OTHER_STEPS, episode_id="e1"))
     residual = next(n for n in mem.nodes("task") if n.kind == "RESIDUAL")

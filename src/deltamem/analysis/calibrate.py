@@ -283,13 +283,13 @@ def calibrate_tasks(
     (``rule=None``) and the same/different-label rows. Trigger modes default to
     those of the tasks' domain (:mod:`deltamem.domains`).
     """
-    from deltamem.domains import get_domain
+    from deltamem.domains import default_trigger
 
     if len(tasks) < 2:
         raise InvalidInputError(f"need at least 2 tasks, got {len(tasks)}")
-    preset = get_domain(tasks[0].domain)
-    triggers = {"task": task_trigger or preset.task_trigger,
-                "env": env_trigger or preset.env_trigger}
+    name = getattr(embedder, "name", None)
+    triggers = {"task": task_trigger or default_trigger(tasks[0].domain, "task", name),
+                "env": env_trigger or default_trigger(tasks[0].domain, "env", name)}
     keys = {"task": label_key, "env": env_label_key}
     used: dict[str, str] = {}
     trees = {}

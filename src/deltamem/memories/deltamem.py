@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from deltamem.core.payload import ChainEntry, TreeName, entry_title, render_chain
 from deltamem.core.tree import Match, Node, ResidualTree
 from deltamem.core.triggers import tree_texts
-from deltamem.domains import DOMAINS, get_domain, thresholds
+from deltamem.domains import DOMAINS, default_trigger, get_domain, thresholds
 from deltamem.embed.base import Embedder
 from deltamem.errors import (
     ConfigError,
@@ -67,8 +67,11 @@ class DeltaMemConfig(BaseModel):
         task_trigger, env_trigger: what each tree embeds (:mod:`deltamem.core.triggers`):
             Task-Tree ``goal`` (raw) or ``abstract`` (object and place words replaced by
             placeholders); Env-Tree ``scene`` (raw) or ``places`` (the kinds of things the
-            scene lists). ``None``: the domain's default. Stored with the bank (a bank
-            written before these settings existed reopens with ``goal``/``scene``).
+            scene lists). ``None``: the domain's default for the embedder
+            (:func:`deltamem.domains.default_trigger`: raw texts with E5, as in the paper;
+            ``abstract``/``places`` for ``alfworld`` with other embedders). Stored with
+            the bank (a bank written before these settings existed reopens with
+            ``goal``/``scene``).
         tau_source: provenance of each threshold, filled when the config is resolved.
         k_cons: success hits that trigger consolidation (Eq. 8); ``None`` = preset.
         consolidation: set False for K_cons = ∞.
@@ -139,8 +142,8 @@ class DeltaMemConfig(BaseModel):
     def resolved(self, embedder: str | None = None) -> DeltaMemConfig:
         """A copy with every preset-dependent value filled in (``embedder``: its name)."""
         p = get_domain(self.domain)
-        task_trigger = self.task_trigger or p.task_trigger
-        env_trigger = self.env_trigger or p.env_trigger
+        task_trigger = self.task_trigger or default_trigger(self.domain, "task", embedder)
+        env_trigger = self.env_trigger or default_trigger(self.domain, "env", embedder)
         update: dict[str, Any] = {
             "task_trigger": task_trigger,
             "env_trigger": env_trigger,
