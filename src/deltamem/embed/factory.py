@@ -6,6 +6,7 @@ Specs::
     hashing           HashingEmbedder(dim=256), for tests
     hashing:DIM       HashingEmbedder(dim=DIM)
     st:MODEL_NAME     SentenceTransformerEmbedder(MODEL_NAME), e.g. st:intfloat/e5-base-v2
+    wordllama         WordLlama static embeddings bundled in the ``wordllama`` package
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from deltamem.embed.sentence_transformers import SentenceTransformerEmbedder
 from deltamem.errors import ConfigError
 
 DEFAULT_EMBEDDER = "minilm"
-SPEC_FORMS = ("minilm", "hashing", "hashing:DIM", "st:MODEL_NAME")
+SPEC_FORMS = ("minilm", "hashing", "hashing:DIM", "st:MODEL_NAME", "wordllama")
 
 
 def _bad(spec: str, why: str) -> ConfigError:
@@ -42,6 +43,10 @@ def make_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
     arg = arg.strip()
     if kind == "minilm" and not sep:
         return MiniLMEmbedder()
+    if kind == "wordllama" and not sep:
+        from deltamem.embed.wordllama import WordLlamaEmbedder
+
+        return WordLlamaEmbedder()
     if kind == "hashing":
         if not sep:
             return HashingEmbedder()
