@@ -42,6 +42,9 @@ VERBS = ("go", "take", "open", "heat", "put", "examine", "look")
 
 def test_placeholders_and_recalled_entities_are_filled_from_the_goal() -> None:
     assert goal_bindings(DELTAMEM_RECALL, GOAL) == {"{A}": "tomato", "{B}": "diningtable"}
+    assert goal_bindings("Trigger: Tasks of the form: cool some {A} and put it in {B}",
+                         "heat some cup and put it in countertop", ["cool"]) == {
+        "{A}": "cup", "{B}": "countertop"}
     assert goal_bindings(SYNAPSE_RECALL, GOAL) == {"apple": "tomato", "countertop": "diningtable"}
     g = Guide(DELTAMEM_RECALL, GOAL)
     assert g.steps(VERBS) == ["go to fridge", "open fridge", "take tomato from fridge",
@@ -135,4 +138,4 @@ def test_guide_hint_puts_the_next_step_right_before_the_action_list() -> None:
 def test_guide_prior_makes_the_choice_among_the_realising_actions() -> None:
     success, calls = _agent_play("prior")
     assert success
-    assert calls[0][1] == ["go shelf"]
+    assert calls == []  # every step had one realising action: no model call was needed

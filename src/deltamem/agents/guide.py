@@ -18,8 +18,9 @@ the admissible actions and the steps taken so far.
    recall that read as a goal (DeltaMem's "Tasks of the form: put a hot {A} in {B}",
    Synapse's "Task: put a hot apple in countertop", ReasoningBank's "Strategy for:
    ...") are aligned word by word with the current goal; each differing span of at
-   most two words on each side becomes a substitution ({A} → tomato, apple →
-   tomato). The recalled steps are rewritten with them.
+   most two words, of equal length on both sides, is bound word for word ({A} →
+   tomato, apple → tomato); action verbs are never rewritten. The recalled steps are
+   rewritten with them.
 3. **Progress** (:meth:`Guide.advise`). A pointer walks the filled steps: an
    action taken that realises the pointed step (or one of the next three) moves it
    past that step.
@@ -129,11 +130,17 @@ def _goal_candidates(recall_text: str) -> list[list[str]]:
     return out
 
 
-def goal_bindings(recall_text: str, goal: str) -> dict[str, str]:
-    """Substitutions from recalled-goal words to current-goal words (module doc, rule 2)."""
+def goal_bindings(recall_text: str, goal: str, verbs: Iterable[str] = ()) -> dict[str, str]:
+    """Substitutions from recalled-goal words to current-goal words (module doc, rule 2).
+
+    Differing spans are bound word for word (spans of equal length only); a recalled word
+    that is an action verb (``verbs``: "cool", "heat") is never rewritten, so a recalled
+    procedure of another task type keeps its own actions.
+    """
     target = _words(goal)
     if not target:
         return {}
+    verbs = {v.lower() for v in verbs}
     found: dict[str, str] = {}
     for cand in _goal_candidates(recall_text):
         if not cand or abs(len(cand) - len(target)) > 3:
@@ -142,12 +149,16 @@ def goal_bindings(recall_text: str, goal: str) -> dict[str, str]:
         if sm.ratio() < 0.5:
             continue
         for tag, i1, i2, j1, j2 in sm.get_opcodes():
-            if tag != "replace" or i2 - i1 > 2 or j2 - j1 > 2:
+            if (tag == "replace" and i2 - i1 == 1 and cand[i1].startswith("{")
+                    and j2 - j1 == 2):  # {A} = "cool tomato": the head noun comes last
+                found.setdefault(cand[i1], target[j2 - 1])
                 continue
-            src, dst = " ".join(cand[i1:i2]), " ".join(target[j1:j2])
-            if src in _STOP or dst in _STOP:
+            if tag != "replace" or i2 - i1 != j2 - j1 or i2 - i1 > 2:
                 continue
-            found.setdefault(src, dst)
+            for src, dst in zip(cand[i1:i2], target[j1:j2], strict=True):
+                if src in _STOP or dst in _STOP or src in verbs:
+                    continue
+                found.setdefault(src, dst)
     return found
 
 
@@ -215,12 +226,19 @@ class Guide:
     def __init__(self, recall_text: str, goal: str) -> None:
         self.recall_text = recall_text
         self.goal = goal
-        self.bindings = goal_bindings(recall_text, goal)
         self.goal_words = frozenset(w for w in _words(goal) if w not in _STOP)
+
+    def bindings(self, verbs: Iterable[str]) -> dict[str, str]:
+        """The substitutions of rule 2 (``verbs``: the action verbs seen so far)."""
+        return goal_bindings(self.recall_text, self.goal, verbs)
 
     def steps(self, verbs: Iterable[str]) -> list[str]:
         """The recalled steps (rule 1) with the goal's words filled in (rule 2)."""
-        return [_fill(s, self.bindings) for s in recalled_steps(self.recall_text, verbs)]
+        verbs = set(verbs)
+        raw = recalled_steps(self.recall_text, verbs)
+        recalled_verbs = verbs | {s.split()[0].lower() for s in raw}
+        bindings = self.bindings(recalled_verbs)
+        return [_fill(s, bindings) for s in raw]
 
     def advise(self, admissible: Sequence[str], taken: Sequence[str],
                offered: Iterable[str] = ()) -> Advice:

@@ -26,7 +26,8 @@ Contract of :meth:`ReActAgent.play`:
   ``llm.complete(..., choices=admissible, purpose="act")``; only admissible
   actions ever reach the environment. It needs admissible lists without
   placeholders (:class:`ConfigError` otherwise), and a backend that returns
-  anything but one of the choices raises :class:`LLMError`.
+  anything but one of the choices raises :class:`LLMError`. A choice among one
+  action is taken without calling the model (its answer could only be that one).
 * **Repeat limit** (constrained mode, off by default). With
   ``repeat_limit=k``, an action already taken ``k`` times in this episode from
   the same observation as the current one is left out of the next choice list
@@ -206,6 +207,8 @@ class ReActAgent:
                 f"constrained mode cannot fill placeholders in admissible actions such as "
                 f"{templated[0]!r}; use free mode for environment {env.name!r}"
             )
+        if len(admissible) == 1:  # a choice among one: the model's answer is known
+            return admissible[0], admissible[0]
         out = self.llm.complete(messages, purpose="act", choices=list(admissible),
                                 max_tokens=self.max_tokens, temperature=self.temperature)
         if out.text not in admissible:
