@@ -249,11 +249,19 @@ def episode_input(episode: Episode, tree: TaskNode | None = None, max_chars: int
 
 
 def copilot_prompt(role: Role, episode: Episode, tree: TaskNode | None, alpha: float,
-                   n: int) -> str:
+                   n: int, *, compact: bool = False) -> str:
     """The ``role`` copilot's prompt for ``episode`` at abstraction ``alpha`` (≤ ``n``
-    entries): also the prompt of the training pairs, so training and use match."""
+    entries): also the prompt of the training pairs, so training and use match.
+
+    ``compact``: the one-line instruction of ``knowledge_compact.txt`` instead of the full
+    instructions, for trained copilots (their behaviour is learned; the short prompt keeps
+    CPU training sequences short)."""
     from deltamem.memories.mcma.prompts import load
 
+    if compact:
+        return load("knowledge_compact").substitute(
+            role="success summary" if role == "success" else "failure reflection",
+            alpha=f"{alpha:.2f}", input_data=episode_input(episode, tree))
     return load(f"knowledge_{role}").substitute(
         alpha=f"{alpha:.2f}", alpha_guide=alpha_guide(alpha),
         input_data=episode_input(episode, tree), max_items=str(n))
@@ -281,10 +289,11 @@ class LLMCopilot:
     llm: LLMClient
     role: Role = "success"
     max_tokens: int = 900
+    compact: bool = False
     rejections: list[ExtractionError] = field(default_factory=list)
 
     def prompt(self, episode: Episode, tree: TaskNode | None, alpha: float, n: int) -> str:
-        return copilot_prompt(self.role, episode, tree, alpha, n)
+        return copilot_prompt(self.role, episode, tree, alpha, n, compact=self.compact)
 
     def abstract(self, episode: Episode, tree: TaskNode, alpha: float, n: int = 1
                  ) -> list[KnowledgeEntry]:

@@ -133,7 +133,9 @@ class MCMA(FlatMemory):
                     llm = load_copilot(self.config.copilot_model, role)
                 else:
                     llm = self._need_llm()
-                self._copilots[role] = LLMCopilot(llm, role, self.config.max_tokens)
+                # a trained copilot gets the compact prompt it was trained on
+                self._copilots[role] = LLMCopilot(llm, role, self.config.max_tokens,
+                                                  compact=bool(self.config.copilot_model))
         return self._copilots[role]
 
     # -- recall --------------------------------------------------------------------------

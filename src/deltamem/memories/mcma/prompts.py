@@ -30,6 +30,7 @@ VARIABLES: dict[str, frozenset[str]] = {
     "segment": frozenset({"goal", "actions", "n_actions"}),
     "knowledge_success": frozenset({"alpha", "alpha_guide", "input_data", "max_items"}),
     "knowledge_failure": frozenset({"alpha", "alpha_guide", "input_data", "max_items"}),
+    "knowledge_compact": frozenset({"role", "alpha", "input_data"}),
     "fuse": frozenset({"entries", "level"}),
     "expel_insights": frozenset({"insights", "task", "result", "trajectory"}),
 }

@@ -108,20 +108,21 @@ ALPHAS = (0.0, 0.5, 1.0)
 
 
 def candidate_trajectories(episodes: Sequence[Episode], *, alphas: Sequence[float] = ALPHAS,
-                           prompt_alpha: float = 0.5
+                           prompt_alpha: float = 0.5, compact: bool = True
                            ) -> list[tuple[str, str, str, list[str], list[str]]]:
     """``(key, role, prompt, candidate_json, candidate_text)`` per episode.
 
     The candidates are the rule copilot's entries over ``alphas`` × compositions, each as
     the JSON answer a copilot would give (``{"knowledge": [entry]}``) and as the text the
     task model is shown; duplicates are dropped. ``key`` is ``<episode id>``; the prompt
-    is the LLM copilot's prompt at ``prompt_alpha``.
+    is the copilot prompt at ``prompt_alpha`` (``compact``: the trained copilot's short
+    prompt, which :class:`~.memory.MCMA` uses with ``copilot_model``).
     """
     out = []
     for ep in episodes:
         role = "success" if ep.success else "failure"
         tree = preprocess(ep)
-        prompt = copilot_prompt(role, ep, tree, prompt_alpha, 1)
+        prompt = copilot_prompt(role, ep, tree, prompt_alpha, 1, compact=compact)
         answers: dict[str, str] = {}
         for a in alphas:
             for entry in RuleCopilot(role).abstract(ep, tree, a):

@@ -60,6 +60,9 @@ class TrainConfig:
     eval_every: int = 10
     threads: int = 2
     max_heldout: int = 24
+    #: adapt only the top N layers (None: all); backward then stops there, which is what
+    #: makes CPU steps affordable
+    lora_layers: int | None = 6
 
 
 def split_keys(keys: Sequence[str], frac: float, seed: int) -> tuple[set[str], set[str]]:
@@ -90,12 +93,15 @@ def _last_checkpoint(d: Path) -> str | None:
     return str(cks[-1]) if cks else None
 
 
-def _lora(cfg: TrainConfig) -> Any:
+def _lora(cfg: TrainConfig, n_layers: int) -> Any:
     from peft import LoraConfig
 
+    layers = None
+    if cfg.lora_layers and cfg.lora_layers < n_layers:
+        layers = list(range(n_layers - cfg.lora_layers, n_layers))
     return LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.05,
                       target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
-                      task_type="CAUSAL_LM")
+                      layers_to_transform=layers, task_type="CAUSAL_LM")
 
 
 def train_copilot(run_dir: str | Path, role: str, cfg: TrainConfig = TrainConfig(), *,
@@ -147,7 +153,8 @@ def train_copilot(run_dir: str | Path, role: str, cfg: TrainConfig = TrainConfig
         t0 = time.time()
         model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
         sft = SFTTrainer(
-            model=model, processing_class=tok, peft_config=_lora(cfg),
+            model=model, processing_class=tok,
+            peft_config=_lora(cfg, model.config.num_hidden_layers),
             train_dataset=Dataset.from_list(_conv(train_rows, sft=True)),
             args=SFTConfig(output_dir=str(sft_dir), max_steps=cfg.sft_steps,
                            learning_rate=cfg.sft_lr, max_length=cfg.max_length, **common))
@@ -166,7 +173,8 @@ def train_copilot(run_dir: str | Path, role: str, cfg: TrainConfig = TrainConfig
     torch.manual_seed(cfg.seed)
     policy = AutoModelForCausalLM.from_pretrained(merged, dtype=torch.float32)
     dpo = DPOTrainer(
-        model=policy, processing_class=tok, peft_config=_lora(cfg),
+        model=policy, processing_class=tok,
+        peft_config=_lora(cfg, policy.config.num_hidden_layers),
         train_dataset=Dataset.from_list(_conv(train_rows, sft=False)),
         eval_dataset=Dataset.from_list(_conv(held_rows, sft=False)),
         args=DPOConfig(output_dir=str(dpo_dir), max_steps=cfg.dpo_steps,
