@@ -108,3 +108,14 @@ def test_a_stream_without_a_label_reports_scores_only(tmp_path):
 def test_an_environment_without_a_solution_is_a_clear_error():
     with pytest.raises(ConfigError, match="knows no solution"):
         collect_episodes(ToyEnv(with_solution=False), "train", 2)
+
+
+def test_run_report_counts_warm_recalls_per_tree():
+    from deltamem.bench.report import _recall_section
+
+    def rec(task: bool, env: bool) -> dict:
+        return {"recall": {"details": {"task": {"accepted": task}, "env": {"accepted": env}}}}
+
+    lines = _recall_section({"learning": [rec(False, True), rec(True, True), rec(True, False)]})
+    assert "| learning | 3 | 2 | 2 |" in lines
+    assert _recall_section({"learning": [{"recall": {"details": {}}}]}) == []

@@ -58,6 +58,7 @@ def report(run_dir: str | Path, *, plots: bool = True, seed: int = 0, n_boot: in
     lines += _config_section(run_dir)
     lines += _results_section(phases, seed=seed, n_boot=n_boot)
     lines += _tokens_section(phases)
+    lines += _recall_section(phases)
     lines += _bank_section(phases)
     if plots:
         lines += ["## Plots", ""]
@@ -142,6 +143,27 @@ def _tokens_section(phases: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[s
         for purpose, (calls, p, c, retries, wait) in sorted(sums.items()):
             out.append(f"| {name} | {purpose} | {calls / n:.1f} | {p / n:.0f} | {c / n:.0f} "
                        f"| {(p + c) / n:.0f} | {retries:.0f} | {wait:.1f} |")
+    return [*out, ""]
+
+
+def _recall_section(phases: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+    """Warm recalls per tree: episodes whose recall accepted a match (DeltaMem's trees)."""
+    counts: dict[str, dict[str, int]] = {}
+    for name, rs in phases.items():
+        for r in rs:
+            details = ((r.get("recall") or {}).get("details") or {})
+            for tree in ("task", "env"):
+                d = details.get(tree)
+                if isinstance(d, Mapping) and "accepted" in d:
+                    c = counts.setdefault(name, {}).setdefault(tree, 0)
+                    counts[name][tree] = c + bool(d["accepted"])
+    if not counts:
+        return []
+    out = ["## Warm recalls", "", "| phase | episodes | Task-Tree warm | Env-Tree warm |",
+           "|---|---|---|---|"]
+    for name, c in counts.items():
+        n = len(phases[name])
+        out.append(f"| {name} | {n} | {c.get('task', '-')} | {c.get('env', '-')} |")
     return [*out, ""]
 
 
