@@ -210,15 +210,23 @@ def compare(args: argparse.Namespace) -> None:
             for key, xs in samples[b].items():
                 rows[b][key] = sum(xs) / len(xs) if key == "JSON parses" else _med(xs)
 
-        agree_note = ""
-        if args.prompts and len(backends) == 2:
-            agree_note = _agreement(args, workers, backends)
         for b in backends:
             rows[b]["peak RSS (MB)"] = workers[b].ask(op="rss")["rss_mb"]
+        _table(rows, backends)
+        print(f"machine load: {_uptime()}", flush=True)
+        if args.prompts and len(backends) == 2:
+            print(_agreement(args, workers, backends))
+            for b in backends:
+                rows[b]["peak RSS (MB)"] = workers[b].ask(op="rss")["rss_mb"]
+            print("peak RSS after the agreement prompts (MB): " + ", ".join(
+                f"{b} {rows[b]['peak RSS (MB)']:.0f}" for b in backends))
     finally:
         for w in workers.values():
             w.close()
+    print(f"\nmachine load after: {_uptime()}")
 
+
+def _table(rows: dict[str, dict[str, Any]], backends: list[str]) -> None:
     keys = list(dict.fromkeys(k for b in backends for k in rows[b]))
     width = max(len(k) for k in keys)
     print()
@@ -227,10 +235,7 @@ def compare(args: argparse.Namespace) -> None:
     for k in keys:
         cells = [f"{rows[b].get(k, float('nan')):.2f}".rjust(len(b)) for b in backends]
         print(f"| {k.ljust(width)} | " + " | ".join(cells) + " |")
-    if agree_note:
-        print()
-        print(agree_note)
-    print(f"\nmachine load after: {_uptime()}")
+    print(flush=True)
 
 
 def _agreement(args: argparse.Namespace, workers: dict[str, Worker], backends: list[str]) -> str:
@@ -247,7 +252,10 @@ def _agreement(args: argparse.Namespace, workers: dict[str, Worker], backends: l
         if picks[a] == picks[b]:
             same += 1
         else:
-            differ.append({"index": k, a: picks[a], b: picks[b], "task": rec.get("task")})
+            differ.append({"index": k, a: picks[a], b: picks[b], "task": rec.get("task"),
+                           "step": rec.get("step")})
+        if (k + 1) % 10 == 0:
+            print(f"  agreement so far: {same}/{k + 1}", flush=True)
     n = len(lines)
     out = [f"agreement on {n} recorded household prompts: {same}/{n} = {same / max(n, 1):.1%} "
            f"(median choice latency there: {a} {1000 * _med(lat[a]):.0f} ms, "
