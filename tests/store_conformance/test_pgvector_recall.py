@@ -23,7 +23,7 @@ from store_cases import AlwaysWrites, H, pg_url_or_skip
 
 from deltamem import DeltaMem
 from deltamem.core.payload import ChainEntry, Payload
-from deltamem.core.tree import Match
+from deltamem.core.tree import Match, exact_cosine
 from deltamem.errors import ConfigError
 from deltamem.extract.base import SKIPPABLE
 from deltamem.testing import make_episode
@@ -103,15 +103,16 @@ def tasks() -> list[Task]:
 
 
 def open_mem(loc: str, cfg: dict[str, Any], **kw: Any) -> DeltaMem:
-    return DeltaMem.open(loc, embedder=H, extractor=SometimesSkips(), **{**cfg, **kw})
+    # raw texts in both trees, so the tests' query vectors are the embedded goal and scene
+    raw = {"task_trigger": "goal", "env_trigger": "scene"}
+    return DeltaMem.open(loc, embedder=H, extractor=SometimesSkips(), **{**raw, **cfg, **kw})
 
 
 def exact_score(mem: DeltaMem, tree: str, node_id: str, q: np.ndarray) -> float:
-    """s(v) by the definition: fsum of the float64 products, minus ε for FAILURE."""
+    """s(v) by the definition (Eq. 6): the exact cosine, minus ε for FAILURE."""
     node = next(n for n in mem.nodes(tree) if n.id == node_id)  # type: ignore[arg-type]
-    e = np.asarray(node.embedding, dtype=np.float32).astype(np.float64)
     q64 = np.asarray(q, dtype=np.float32).astype(np.float64)
-    s = math.fsum((e * q64).tolist())
+    s = exact_cosine(np.asarray(node.embedding, dtype=np.float32), q64)
     return s - mem.config.epsilon if node.label == "FAILURE" else s
 
 
