@@ -10,7 +10,8 @@ the admissible actions and the steps taken so far.
 1. **Recalled steps** (:func:`recalled_steps`). Every line of the recall text that
    reads as an action, in order: numbering, bullets, ``>`` and ``Action:`` are
    stripped, and a line counts when its first word is the verb of an action the
-   environment has offered in this episode (``go``, ``take``, ``heat``, ...).
+   environment has offered in this episode (``go``, ``take``, ``heat``, ...), or when
+   it is marked as a step (numbered, ``>``, ``Action:``) and holds no ``:``.
    Sections and lines about failures are left out (a title or line mentioning
    *fail*, *warn*, *unexplored* or *pitfall*: DeltaMem's failure records,
    ReasoningBank's warnings).
@@ -22,8 +23,8 @@ the admissible actions and the steps taken so far.
    tomato, apple → tomato); action verbs are never rewritten. The recalled steps are
    rewritten with them.
 3. **Progress** (:meth:`Guide.advise`). A pointer walks the filled steps: an
-   action taken that realises the pointed step (or one of the next three) moves it
-   past that step.
+   action taken that realises the pointed step (or exactly one of the next three,
+   skipping only steps that name none of the goal's words) moves it past that step.
 4. **Realising a step** (:func:`realises`). An admissible action realises a step
    *exactly* when both read the same with instance numbers dropped ("go to
    microwave" ~ "go to microwave 1"); *loosely* when they share the verb and every
@@ -105,11 +106,13 @@ def recalled_steps(recall_text: str, verbs: Iterable[str]) -> list[str]:
             continue
         if low.startswith("procedure:"):
             line = line.split(":", 1)[1]
+        marked = bool(_PREFIX.match(line)) and ":" not in _PREFIX.sub("", line, count=1)
         step = _clean_line(line)
         words = step.split()
-        if not words or len(words) > 12 or words[0].lower() not in verbs:
+        if not words or len(words) > 12:
             continue
-        out.append(step)
+        if words[0].lower() in verbs or (marked and words[0].isalpha() and len(words) > 1):
+            out.append(step)
     return out
 
 
@@ -278,6 +281,8 @@ class Guide:
         k = 0
         for action in taken:
             for j in range(k, min(k + 1 + LOOKAHEAD, len(steps))):
+                if j > k and set(_words(steps[j - 1])) & self.goal_words:
+                    break  # a step about the goal's own objects is never skipped
                 how = realises(action, steps[j], self.goal_words)
                 if how == "exact" or (how == "loose" and j == k):
                     k = j + 1
