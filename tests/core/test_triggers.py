@@ -81,3 +81,23 @@ def test_thresholds_and_their_provenance_are_stored_with_the_bank(tmp_path):
     mem.close()
     again = DeltaMem.open(tmp_path / "b.db", embedder=HashingEmbedder())
     assert again.config.tau_task == 0.6 and again.config.tau_source == mem.config.tau_source
+
+
+def test_a_bank_written_before_trigger_modes_reopens_with_raw_texts(tmp_path):
+    import json
+    import sqlite3
+
+    mem = DeltaMem.open(tmp_path / "old.db", embedder=HashingEmbedder(), domain="alfworld")
+    mem.learn(_episode("put a clean egg in shelf", 1))
+    mem.close()
+    con = sqlite3.connect(tmp_path / "old.db")
+    cfg = json.loads(con.execute("SELECT value FROM meta WHERE key='config'").fetchone()[0])
+    for key in ("task_trigger", "env_trigger", "tau_source"):
+        cfg.pop(key)
+    con.execute("UPDATE meta SET value=? WHERE key='config'", (json.dumps(cfg),))
+    con.commit()
+    con.close()
+    again = DeltaMem.open(tmp_path / "old.db", embedder=HashingEmbedder())
+    assert (again.config.task_trigger, again.config.env_trigger) == ("goal", "scene")
+    assert again.queries(_episode("put a clean egg in shelf", 2).task)["task"] == (
+        "put a clean egg in shelf")
