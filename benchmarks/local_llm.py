@@ -172,7 +172,7 @@ def compare(args: argparse.Namespace) -> None:
         def add(b: str, key: str, value: float) -> None:
             samples[b].setdefault(key, []).append(value)
 
-        for i in range(args.runs):
+        for i in range(0 if args.skip_micro else args.runs):
             msgs = [{"role": "user", "content": _observation(i) + " Describe the room."}]
 
             def free(b, w, m=msgs):
@@ -240,7 +240,7 @@ def _table(rows: dict[str, dict[str, Any]], backends: list[str]) -> None:
 
 def _agreement(args: argparse.Namespace, workers: dict[str, Worker], backends: list[str]) -> str:
     lines = [json.loads(x) for x in Path(args.prompts).read_text().splitlines() if x.strip()]
-    lines = lines[: args.max_prompts]
+    lines = lines[args.offset: args.offset + args.max_prompts]
     a, b = backends
     same, differ, lat = 0, [], {a: [], b: []}
     for k, rec in enumerate(lines):
@@ -312,6 +312,8 @@ def main() -> None:
     c.add_argument("--backends", default="llama-cpp-py-sync,llama-cpp-python")
     c.add_argument("--prompts", default=None, help="JSONL from `record` (agreement)")
     c.add_argument("--max-prompts", type=int, default=300)
+    c.add_argument("--offset", type=int, default=0, help="skip this many recorded prompts")
+    c.add_argument("--skip-micro", action="store_true", help="agreement only")
     r = sub.add_parser("record", help="record household agent prompts (JSONL)")
     r.add_argument("--episodes", type=int, default=30)
     r.add_argument("--split", default="unseen")
