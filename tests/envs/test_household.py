@@ -264,7 +264,10 @@ def test_reset_maps_the_first_observation_to_a_task(env) -> None:
     task = env.reset(task_id)
     assert task.id == task_id and task.split == "unseen" and task.domain == "alfworld"
     assert task.max_steps == 30 and env.max_steps(task) == 30
-    assert task.meta == {"task_type": task_id.split("/")[1]}
+    assert task.meta["task_type"] == task_id.split("/")[1]
+    # the room kind the game was generated for (the Env-Tree's relevance label)
+    assert task.meta["room"] in {"kitchen", "bathroom", "bedroom", "living room"}
+    assert set(task.meta) == {"task_type", "room"}
     assert task.scene.startswith("You are in the middle of a room. Looking quickly around you")
     assert "Your task is to" not in task.scene and "Welcome" not in task.scene
     assert task.goal and not task.goal.endswith(".") and "Your task is to" not in task.goal
