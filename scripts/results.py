@@ -137,10 +137,15 @@ def build(run_dirs: list[Path], expect: list[str], note: str) -> str:
                 rewards = [float(r["reward"]) for r in rows]
                 delta = "-"
                 if cfg.memory != "none" and ph in base:
-                    g = gain(base[ph][1], wins, ids_a=base[ph][0],
-                             ids_b=[r["task_id"] for r in rows])
-                    delta = (f"{g.diff * 100:+.1f} [{g.low * 100:+.1f}, {g.high * 100:+.1f}]"
-                             + (" *" if g.excludes_zero else ""))
+                    mine = {r["task_id"]: float(r["success"]) for r in rows}
+                    both = [(t, w) for t, w in zip(*base[ph], strict=True) if t in mine]
+                    if both:  # paired on the games both runs finished
+                        ids = [t for t, _ in both]
+                        g = gain([w for _, w in both], [mine[t] for t in ids], ids_a=ids,
+                                 ids_b=ids)
+                        delta = (f"{g.diff * 100:+.1f} [{g.low * 100:+.1f}, "
+                                 f"{g.high * 100:+.1f}]" + (" *" if g.excludes_zero else "")
+                                 + (f" (on {len(ids)})" if len(ids) != len(rows) else ""))
                 out.append(
                     f"| {cfg.memory} | {ph} | {len(rows)} | {_pct(sum(wins) / len(wins))} | "
                     f"{_ci(wins)} | {delta} | {_pct(sum(rewards) / len(rewards))} | "
