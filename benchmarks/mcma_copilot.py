@@ -108,7 +108,8 @@ def cmd_train(a: argparse.Namespace) -> None:
     cfg = TrainConfig(seed=a.seed, sft_steps=a.sft_steps, dpo_steps=a.dpo_steps,
                       max_length=a.max_length, eval_every=a.eval_every, beta=a.beta,
                       dpo_lr=a.dpo_lr, threads=a.threads, batch_size=a.batch_size,
-                      max_heldout=a.max_heldout, lora_layers=a.lora_layers or None)
+                      max_heldout=a.max_heldout, lora_layers=a.lora_layers or None,
+                      eval_before=not a.no_eval_before)
     t0 = time.time()
     m = train_copilot(a.run, a.role, cfg)
     b, f = m["heldout_before"], m["heldout_after"]
@@ -146,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--batch-size", type=int, default=2)
     t.add_argument("--max-heldout", type=int, default=24, help="held-out pairs evaluated")
     t.add_argument("--lora-layers", type=int, default=6, help="adapt the top N layers (0: all)")
+    t.add_argument("--no-eval-before", action="store_true",
+                   help="record the exact step-0 held-out DPO loss (log 2) instead of computing it")
     a = p.parse_args(argv)
     try:
         {"pairs": cmd_pairs, "train": cmd_train}[a.cmd](a)
