@@ -207,7 +207,8 @@ def test_a_full_disk_is_storage_full_and_the_learn_is_all_or_nothing(
     before = mem.store.load_nodes()
     with pytest.raises(StorageFullError, match="disk is full") as info:
         for i in range(50):
-            mem.learn(make_episode(f"another goal {i} " + "z" * 3000, episode_id=f"n{i}"))
+            # many one-letter words: an abstracted (household) trigger keeps them all
+            mem.learn(make_episode(f"another goal {i} " + "z " * 1500, episode_id=f"n{i}"))
     assert isinstance(info.value.__cause__, sqlite3.OperationalError)
     assert not mem.store._conn.in_transaction
     nodes = mem.store.load_nodes()
