@@ -106,6 +106,9 @@ def row(name: str, rep: RecallReport) -> list[str]:
         rels = [v for v in t.best_relevant if v == v]
         irrs = [v for v in t.best_irrelevant if v == v]
         span = (f"{min(rels):.3f} / {max(irrs):.3f}" if rels and irrs else "-")
+        best = [v for v in t.best if v == v]
+        if not t.labelled and best:  # no labels: the best-score distribution only
+            span = f"best score median {sorted(best)[len(best) // 2]:.3f} (no label)"
         out.append(
             f"| {name} | {tree} | {t.tau:.3f} | {t.warm_rate:.2f} | "
             f"{'-' if prec is None else f'{prec:.2f}'} | "
