@@ -67,12 +67,15 @@ class Run:
         return str(self.config.get("protocol", "online"))
 
     def label(self) -> str:
-        """The memory system with its options, e.g. ``deltamem [k_cons=3, tau_task=0.8]``."""
+        """The memory system with its options, e.g. ``deltamem [k_cons=3, tau_task=0.8]``,
+        and who built the bank when it was not the acting agent (``(bank: expert)``)."""
         opts = self.memory_options
+        built = self.config.get("train_agent") if self.protocol == "train-to-test" else None
+        tail = f" (bank: {built})" if built else ""
         if not opts:
-            return self.memory
+            return self.memory + tail
         inner = ", ".join(f"{k}={_short_value(v)}" for k, v in sorted(opts.items()))
-        return f"{self.memory} [{inner}]"
+        return f"{self.memory} [{inner}]{tail}"
 
     def column(self, phase: str) -> str:
         """The result column a phase of this run belongs to: ``env/split``, plus the phase
