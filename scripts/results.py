@@ -83,14 +83,28 @@ def command(cfg: RunConfig) -> str:
     extra = []
     if cfg.protocol == "train-to-test" and tuple(cfg.eval_modes) != ("frozen", "unfrozen"):
         extra.append(f"eval_modes = {json.dumps(list(cfg.eval_modes))}")
+    if cfg.init_bank is not None:
+        extra.append(f"init_bank = {json.dumps(str(cfg.init_bank))}")
+    if cfg.frozen:
+        extra.append("frozen = true")
+    if cfg.max_listed_actions != RunConfig.model_fields["max_listed_actions"].default:
+        extra.append(f"max_listed_actions = {cfg.max_listed_actions}")
     text = " ".join(parts)
     return text + (f"   # in a TOML file: {'; '.join(extra)}" if extra else "")
 
 
+def _built_by(cfg: RunConfig) -> str:
+    if cfg.memory == "none":
+        return "-"
+    if cfg.protocol == "train-to-test":
+        return f"{cfg.train_agent or 'react'} x {cfg.train_episodes or 'all'} ({cfg.train_split})"
+    if cfg.init_bank is not None:
+        return f"given bank {cfg.init_bank}" + (" (frozen)" if cfg.frozen else "")
+    return "online, learns while evaluated"
+
+
 def _group_key(cfg: RunConfig) -> tuple[str, ...]:
-    built = (f"{cfg.train_agent or 'react'} x {cfg.train_episodes or 'all'} on {cfg.train_split}"
-             if cfg.protocol == "train-to-test" else "online (learns while evaluated)")
-    return (cfg.env, cfg.split, str(cfg.seed), built, cfg.llm, cfg.guide)
+    return (cfg.env, cfg.split, str(cfg.seed), cfg.llm, cfg.guide)
 
 
 def build(run_dirs: list[Path], expect: list[str], note: str) -> str:
@@ -110,15 +124,15 @@ def build(run_dirs: list[Path], expect: list[str], note: str) -> str:
     if note:
         out += [note, ""]
     for key, runs in groups.items():
-        env, split, seed, built, llm, guide = key
+        env, split, seed, llm, guide = key
         embedders = sorted({cfg.embedder for cfg, _ in runs if cfg.embedder})
-        out += [f"## {env}, split `{split}`, evaluation seed {seed}", "",
-                f"Bank built by: {built}. Acting model: `{llm}`, agent guide `{guide}`, "
+        out += [f"## {env}, split `{split}`, evaluation seed {seed}, model `{llm}`", "",
+                f"Acting model: `{llm}`, agent guide `{guide}`, "
                 f"embedder {', '.join(f'`{e}`' for e in embedders) or '-'} (memory options "
                 "per run: see the commands).", ""]
-        out += ["| memory | phase | episodes | success | 95% CI | Δ vs none | reward | "
-                "tokens/ep | wall s/ep | bank units |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
+        out += ["| memory | bank built by | phase | episodes | success | 95% CI | Δ vs none | "
+                "reward | tokens/ep | wall s/ep | bank units |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         base: dict[str, tuple[list[str], list[float]]] = {}
         for cfg, recs in runs:
             if cfg.memory == "none":
@@ -147,7 +161,8 @@ def build(run_dirs: list[Path], expect: list[str], note: str) -> str:
                                  f"{g.high * 100:+.1f}]" + (" *" if g.excludes_zero else "")
                                  + (f" (on {len(ids)})" if len(ids) != len(rows) else ""))
                 out.append(
-                    f"| {cfg.memory} | {ph} | {len(rows)} | {_pct(sum(wins) / len(wins))} | "
+                    f"| {cfg.memory} | {_built_by(cfg)} | {ph} | {len(rows)} | "
+                    f"{_pct(sum(wins) / len(wins))} | "
                     f"{_ci(wins)} | {delta} | {_pct(sum(rewards) / len(rewards))} | "
                     f"{sum(map(_tokens, rows)) / len(rows):.0f} | "
                     f"{sum(float(r.get('wall_s', 0)) for r in rows) / len(rows):.1f} | "
