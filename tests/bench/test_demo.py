@@ -65,6 +65,7 @@ def test_results_script_writes_one_table_with_the_difference_and_the_commands(
     text = out.read_text()
     assert text.count("## keyroom-demo") == 1
     assert "| none | - | frozen | 3 | 0.0 |" in text
-    assert "| deltamem | expert x 2 (train) | frozen | 3 | 100.0 |" in text and "+100.0 [+100.0, +100.0] *" in text
+    assert "| deltamem | expert x 2 (train) | frozen | 3 | 100.0 |" in text
+    assert "+100.0 [+100.0, +100.0] *" in text
     assert "Not measured in this setting: synapse." in text
     assert "--train-agent expert --train-episodes 2" in text
