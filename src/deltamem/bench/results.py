@@ -8,6 +8,9 @@ fields (written by :mod:`deltamem.bench.runner`):
 ``phase``           ``online``, ``build``, ``frozen`` or ``unfrozen``
 ``position``        position within the phase
 ``task_id``         the environment's task id; ``split`` its split
+``agent``           the policy that played it: ``react`` (the LLM agent) or a
+                    demonstration policy ``expert`` / ``expert:noise=P`` (absent in
+                    older runs)
 ``episode_id``      :attr:`Episode.id`
 ``success``         bool; ``reward`` the final normalised score
 ``steps``           steps taken; ``invalid_actions`` of which were not admissible
