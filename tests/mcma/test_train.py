@@ -89,7 +89,7 @@ def test_sft_dpo_run_is_complete_resumable_and_seeded(tmp_path, tiny_base) -> No
 
     llm = load_copilot(tmp_path / "a", "success", threads=1)
     assert llm.name.endswith("a/success")
-    mem = MCMA.open(embedder=HashingEmbedder(), mode="llm", llm=llm, max_tokens=16,
+    mem = MCMA.open(embedder=HashingEmbedder(), mode="llm", llm=llm, max_tokens=64,
                     copilot_model=str(tmp_path / "a"))
     kinds = [c.kind for c in mem.learn(make_episode(episode_id="x"))]
     assert kinds == ["written", "rejected"]
