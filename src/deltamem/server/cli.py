@@ -52,18 +52,9 @@ def serve(
     ring = KeyRing.from_file(keys)
     if not len(ring):
         raise ConfigError(f"{keys} holds no keys; add one with `deltamem api-key TENANT`")
-    llm_client = None
-    ext = None
-    if extractor == "llm":
-        if llm is None:
-            raise ConfigError("--extractor llm needs --llm")
-        from deltamem.extract.llm import LLMExtractor
-        from deltamem.llm.factory import make_llm
+    from deltamem.extract.factory import make_extractor
 
-        llm_client = make_llm(llm)
-        ext = LLMExtractor(llm_client)
-    elif extractor != "structural":
-        raise ConfigError(f"unknown extractor {extractor!r}; use structural or llm")
+    ext, llm_client = make_extractor(extractor, llm)
     if is_folder:
         try:
             Path(storage).mkdir(parents=True, exist_ok=True)

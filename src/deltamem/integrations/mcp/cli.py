@@ -55,18 +55,9 @@ def mcp(
     if http and is_single_bank(target):
         raise ConfigError("--http serves many tenants: give a storage (a folder or a "
                           "postgresql:// URL without bank=), not one bank")
-    llm_client = None
-    ext = None
-    if extractor == "llm":
-        if llm is None:
-            raise ConfigError("--extractor llm needs --llm")
-        from deltamem.extract.llm import LLMExtractor
-        from deltamem.llm.factory import make_llm
+    from deltamem.extract.factory import make_extractor
 
-        llm_client = make_llm(llm)
-        ext = LLMExtractor(llm_client)
-    elif extractor != "structural":
-        raise ConfigError(f"unknown extractor {extractor!r}; use structural or llm")
+    ext, llm_client = make_extractor(extractor, llm)
     ring = None
     if http:
         from deltamem.server.auth import KeyRing
