@@ -29,7 +29,6 @@ if [ "$what" = "all" ]; then
   if ! python -c "import torch" 2>/dev/null; then
     say "CPU torch (MiniLM reference tests, MCMA training)"
     $PIP install "torch==2.13.0+cpu" \
-      || $PIP install --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0+cpu" \
       || say "warning: no CPU torch could be installed; the torch reference tests will skip"
   fi
   say "hnswlib (approximate search), PostgreSQL client, HTTP service, sentence-transformers"
