@@ -5,7 +5,10 @@ bank can be compared with a reference bank obtained by learning the same
 committed episodes, in commit order, in one process (:func:`replay`).
 Embeddings come from :func:`make_embedder`: every text tagged ``[w<k>]`` gets
 a vector supported only on worker k's block of coordinates, so different
-workers' trees never match each other (cosine exactly 0).
+workers' trees never match each other (cosine exactly 0). That holds only if
+the embedded text keeps the tag, so the banks embed the raw goal and scene
+(``task_trigger="goal"``, ``env_trigger="scene"``): the household domain's
+default triggers reduce a scene to its kinds of places and would drop the tag.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ def make_embedder() -> TableEmbedder:
 
 def open_bank(path: str | Path, *, synchronous: str = "full") -> DeltaMem:
     return DeltaMem.open(
-        path, embedder=make_embedder(), domain=DOMAIN, k_cons=K_CONS, synchronous=synchronous
+        path, embedder=make_embedder(), domain=DOMAIN, k_cons=K_CONS, synchronous=synchronous,
+        task_trigger="goal", env_trigger="scene",
     )
 
 
