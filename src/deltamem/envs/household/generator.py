@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -411,12 +412,14 @@ def write_game(game: GeneratedGame, directory: str | Path) -> Path:
     """Write ``game.tw-pddl`` and ``traj_data.json`` into ``directory``; return the game path.
 
     The JSON is written with sorted keys, so the same game gives the same bytes.
-    Files are written to a temporary name and renamed, so a reader never sees half a file.
+    Files are written to a temporary name and renamed, so a reader never sees half a file;
+    the temporary name carries the process id, so two runs sharing a game cache (two memory
+    systems on the same games) never write into the same temporary file.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     for name, data in (("traj_data.json", game.traj), ("game.tw-pddl", game.game)):
-        tmp = directory / f".{name}.tmp"
+        tmp = directory / f".{name}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(data, sort_keys=True, indent=1) + "\n", encoding="utf-8")
         tmp.replace(directory / name)
     return directory / "game.tw-pddl"
