@@ -107,6 +107,30 @@ def _group_key(cfg: RunConfig) -> tuple[str, ...]:
     return (cfg.env, cfg.split, str(cfg.seed), cfg.llm, cfg.guide)
 
 
+def _versus(runs: list[tuple[RunConfig, list[dict[str, Any]]]], mine: str) -> list[str]:
+    """One line per (other memory, phase): ``mine`` minus the other's success, paired by task."""
+    def outcomes(recs: list[dict[str, Any]], ph: str) -> dict[str, float]:
+        return {r["task_id"]: float(r["success"]) for r in recs if r["phase"] == ph}
+
+    lines = []
+    for cfg_m, recs_m in runs:
+        if cfg_m.memory != mine:
+            continue
+        for cfg, recs in runs:
+            if cfg.memory in (mine, "none"):
+                continue
+            for ph in EVAL_PHASES:
+                a, b = outcomes(recs, ph), outcomes(recs_m, ph)
+                ids = [t for t in a if t in b]
+                if not ids:
+                    continue
+                g = gain([a[t] for t in ids], [b[t] for t in ids], ids_a=ids, ids_b=ids)
+                lines.append(f"* {mine} − {cfg.memory} ({ph}, {len(ids)} games): "
+                             f"{g.diff * 100:+.1f} [{g.low * 100:+.1f}, {g.high * 100:+.1f}]"
+                             + (" *" if g.excludes_zero else ""))
+    return lines
+
+
 def build(run_dirs: list[Path], expect: list[str], note: str) -> str:
     groups: dict[tuple[str, ...], list[tuple[RunConfig, list[dict[str, Any]]]]] = defaultdict(list)
     skipped = []
@@ -171,6 +195,10 @@ def build(run_dirs: list[Path], expect: list[str], note: str) -> str:
         missing = [m for m in expect if m not in present]
         out.append("")
         out.append("`*`: the interval of the difference excludes 0.")
+        versus = _versus(runs, "deltamem")
+        if versus:
+            out += ["", "DeltaMem against each other memory, same phase, paired on the games "
+                    "both played:", "", *versus]
         if missing:
             out.append(f"Not measured in this setting: {', '.join(missing)}.")
         out += ["", "Commands:", "", "```bash"]

@@ -69,3 +69,26 @@ def test_results_script_writes_one_table_with_the_difference_and_the_commands(
     assert "+100.0 [+100.0, +100.0] *" in text
     assert "Not measured in this setting: synapse." in text
     assert "--train-agent expert --train-episodes 2" in text
+
+
+def test_results_script_compares_deltamem_with_each_other_memory_on_shared_games(
+        tmp_path: Path, keyroom: str) -> None:
+    import importlib.util
+
+    demo(tmp_path / "demo", episodes=3, train_episodes=2, split="test", llm="scripted",
+         embedder="hashing", env=keyroom, progress=False, systems=("none", "deltamem"))
+    demo(tmp_path / "demo", episodes=2, train_episodes=2, split="test", llm="scripted",
+         embedder="hashing", env=keyroom, progress=False, systems=("synapse",))
+    spec = importlib.util.spec_from_file_location(
+        "results_script", Path(__file__).parents[2] / "scripts" / "results.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "results.md"
+    mod.main([str(tmp_path / "demo" / m) for m in ("none", "synapse", "deltamem")]
+             + ["--out", str(out)])
+    text = out.read_text()
+    assert "DeltaMem against each other memory" in text
+    line = next(x for x in text.splitlines() if x.startswith("* deltamem − synapse"))
+    assert "(frozen, 2 games)" in line  # paired on the two games synapse played
+    assert not any(x.startswith("* deltamem − none") for x in text.splitlines())
