@@ -276,3 +276,24 @@ def test_item_banks_translate_storage_failures_too(tmp_path: Path) -> None:
     for readonly in (False, True):
         with pytest.raises(NotABankError):
             ItemStore(path, readonly=readonly)
+
+
+def test_postgres_server_errors_map_to_the_store_error_kinds() -> None:
+    pe = pytest.importorskip("psycopg.errors")
+    from deltamem.errors import BankDamagedError, BankReadOnlyError, StorageFullError, StoreError
+    from deltamem.store.postgres import store_error
+
+    cases = [
+        (pe.DiskFull("could not extend file"), StorageFullError),
+        (pe.OutOfMemory("out of memory"), StorageFullError),
+        (pe.TooManyConnections("too many clients"), StorageFullError),
+        (pe.ReadOnlySqlTransaction("read-only transaction"), BankReadOnlyError),
+        (pe.InsufficientPrivilege("permission denied"), BankReadOnlyError),
+        (pe.DataCorrupted("invalid page"), BankDamagedError),
+        (pe.IndexCorrupted("index is corrupted"), BankDamagedError),
+        (pe.UniqueViolation("duplicate key"), StoreError),
+    ]
+    for err, kind in cases:
+        got = store_error(err, "bank b")
+        assert type(got) is kind, (err, got)
+        assert str(err) in str(got) and "bank b" in str(got)

@@ -11,7 +11,7 @@ from store_cases import ACTIONS, GOALS, SCENES, H, build, check_invariants
 
 from deltamem import DeltaMem
 from deltamem.embed import HashingEmbedder
-from deltamem.errors import EmbedderMismatchError, StoreError
+from deltamem.errors import BankReadOnlyError, EmbedderMismatchError, StoreError
 from deltamem.store import SCHEMA_VERSION, SQLiteStore
 from deltamem.store.factory import open_store
 from deltamem.testing import check_memory, make_episode
@@ -186,3 +186,15 @@ def test_memory_contract_holds(new_bank):
     mem = DeltaMem.open(new_bank(), embedder=H, domain="alfworld")
     check_memory(mem)
     mem.close()
+
+
+def test_learning_into_a_bank_opened_read_only_is_a_read_only_error(new_bank):
+    loc = new_bank()
+    build([(GOALS[0], SCENES[0], ACTIONS[:2], True)], loc).close()
+    ro = DeltaMem.open(loc, embedder=H, readonly=True)
+    try:
+        with pytest.raises(BankReadOnlyError):
+            ro.learn(make_episode(GOALS[1], scene=SCENES[1], actions=ACTIONS[:2]))
+        assert sum(ro.stats()["nodes"].values()) > 0  # still answers reads
+    finally:
+        ro.close()

@@ -49,7 +49,13 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from deltamem.core.tree import Match, Node, exact_cosine
-from deltamem.errors import ConfigError, StoreError
+from deltamem.errors import (
+    BankDamagedError,
+    BankReadOnlyError,
+    ConfigError,
+    StorageFullError,
+    StoreError,
+)
 from deltamem.store.base import SCHEMA_VERSION
 from deltamem.store.records import import_tree_records, meta_rows, node_from_columns
 
@@ -184,6 +190,28 @@ def _lock_key(schema: str) -> int:
                           signed=True)
 
 
+def store_error(e: Exception, where: str) -> StoreError:
+    """The :class:`StoreError` subclass for a server error, by its SQLSTATE.
+
+    Class 53 (insufficient resources: disk full, out of memory, too many
+    connections) → :class:`StorageFullError`; 25006 (read-only transaction) and
+    42501 (insufficient privilege) → :class:`BankReadOnlyError`; XX001/XX002
+    (data or index corrupted) → :class:`BankDamagedError`; anything else a plain
+    :class:`StoreError`. The message keeps the server's own text.
+    """
+    state = str(getattr(e, "sqlstate", None) or "")
+    text = f"{where}: {type(e).__name__}: {e}".strip()
+    if state.startswith("53"):
+        return StorageFullError(f"{where}: the database server is out of space or resources "
+                                f"({type(e).__name__}: {e})".strip())
+    if state in ("25006", "42501"):
+        return BankReadOnlyError(f"{where} cannot be written here ({type(e).__name__}: {e})")
+    if state in ("XX001", "XX002"):
+        return BankDamagedError(f"{where} is damaged on the server ({type(e).__name__}: {e}); "
+                                "restore it from an export or a backup")
+    return StoreError(text)
+
+
 def _connect(conninfo: str, schema: str, *, timeout: float, readonly: bool) -> Any:
     try:
         import psycopg
@@ -257,7 +285,7 @@ class PostgresStore:
         try:
             return self._conn.execute(sql, params)
         except psycopg.Error as e:
-            raise StoreError(f"bank {self.path}: {type(e).__name__}: {e}".strip()) from e
+            raise store_error(e, f"bank {self.path}") from e
 
     def _has_table(self, name: str) -> bool:
         row = self._exec(
