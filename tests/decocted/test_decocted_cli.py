@@ -35,12 +35,15 @@ def test_every_command_has_help():
 
 
 def test_consolidate_reports_what_was_kept(tmp_path):
-    bank = tmp_path / "b.db"
+    run_dir = tmp_path / "run"  # a run directory stands for its bank.db
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text("{}")
+    bank = run_dir / "bank.db"
     mem = LessonMemory.open(bank, embedder=HashingEmbedder(64))
     for i, g in enumerate(GOALS):
         mem.learn(make_episode(goal=g, task_id=f"t{i}", episode_id=f"e{i}"))
     mem.close()
-    res = CliRunner().invoke(_app(), ["decocted", "consolidate", str(bank),
+    res = CliRunner().invoke(_app(), ["decocted", "consolidate", str(run_dir),
                                       str(tmp_path / "small.db"), "--size", "2",
                                       "--embedder", "hashing:64"])
     assert res.exit_code == 0, res.output

@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
     @group.command("consolidate")
     def consolidate_cmd(
         bank: Annotated[Path, typer.Argument(help="A lessons / lessons-kmeans / concept-tree "
-                                                  "bank (.db).")],
+                                                  "bank (.db), or the run directory holding it.")],
         out: Annotated[Path, typer.Argument(help="The consolidated bank to create.")],
         size: Annotated[int, typer.Option("--size", "-n", help="Entries to keep (N').")],
         embedder: Annotated[str, typer.Option(help="Embedder spec the bank was built with.")]
@@ -42,9 +42,11 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option(help="k-means seed.")] = 0,
     ) -> None:
         """Keep the entry nearest each of N' k-means centroids; write them to a new bank."""
+        from deltamem.bench.banks import resolve_bank
         from deltamem.embed.factory import make_embedder
         from deltamem.memories.decocted.kmeans import consolidate_bank
 
+        bank = Path(resolve_bank(bank))
         result = consolidate_bank(bank, out, embedder=make_embedder(embedder), size=size,
                                   alpha=alpha, seed=seed)
         t = Table("cluster", "members", "distance", "kept entry", "task",
