@@ -142,3 +142,45 @@ def test_guide_prior_makes_the_choice_among_the_realising_actions() -> None:
     success, calls = _agent_play("prior")
     assert success
     assert calls == []  # every step had one realising action: no model call was needed
+
+
+HEAT_RECALL = ("Trigger: Tasks of the form: heat some {A} and put it in {B}\n"
+               "Procedure: 1. go to sinkbasin\n2. take {A} from sinkbasin\n3. go to microwave\n"
+               "4. heat {A} with microwave\n5. go to {B}\n6. move {A} to {B}\n")
+HEAT_GOAL = "heat some cup and put it in countertop"
+PLACES = ["go to cabinet 1", "go to cabinet 2", "go to countertop 1", "go to microwave 1",
+          "go to shelf 1", "go to sinkbasin 1"]
+
+
+def test_lookahead_never_jumps_to_a_move_past_the_object_step() -> None:
+    # the cup is not on the sinkbasin: going to the countertop (the goal's receptacle, and
+    # admissible from anywhere) would be no progress; search for the cup instead
+    g = Guide(HEAT_RECALL, HEAT_GOAL)
+    advice = g.advise([*PLACES, "examine sinkbasin 1"], ["go to sinkbasin 1"], PLACES)
+    assert advice.backtrack and advice.blocked == "take cup from sinkbasin"
+    assert "go to countertop 1" not in advice.actions
+    assert set(advice.actions) == {"go to cabinet 1", "go to cabinet 2", "go to microwave 1",
+                                   "go to shelf 1"}
+
+
+def test_a_blocked_step_opens_what_is_closed_here_first() -> None:
+    g = Guide(HEAT_RECALL, HEAT_GOAL)
+    here = [*PLACES, "open cabinet 1", "examine cabinet 1"]
+    advice = g.advise(here, ["go to sinkbasin 1", "go to cabinet 1"], PLACES)
+    assert advice.actions == ("open cabinet 1",) and advice.backtrack
+    opened = g.advise(PLACES, ["go to sinkbasin 1", "go to cabinet 1", "open cabinet 1"], PLACES)
+    assert "open cabinet 1" not in opened.actions  # opened once is enough
+    inside = g.advise([*PLACES, "take cup 1 from cabinet 1"],
+                      ["go to sinkbasin 1", "go to cabinet 1", "open cabinet 1"], PLACES)
+    assert inside.actions == ("take cup 1 from cabinet 1",)
+
+
+def test_the_search_goes_first_where_recalled_knowledge_found_the_object() -> None:
+    recall = (HEAT_RECALL + "\n[Base Knowledge]\nKnowledge: - cup: found in/on shelf\n"
+              "- egg: found in/on cabinet\n")
+    g = Guide(recall, HEAT_GOAL)
+    assert g.known_places() == {"shelf"}  # only the goal's objects count
+    advice = g.advise(PLACES, ["go to sinkbasin 1"], PLACES)
+    assert advice.actions == ("go to shelf 1",)
+    visited = g.advise(PLACES, ["go to sinkbasin 1", "go to shelf 1"], PLACES)
+    assert set(visited.actions) == {"go to cabinet 1", "go to cabinet 2", "go to microwave 1"}

@@ -25,6 +25,9 @@ the admissible actions and the steps taken so far.
 3. **Progress** (:meth:`Guide.advise`). A pointer walks the filled steps: an
    action taken that realises the pointed step (or exactly one of the next three,
    skipping only steps that name none of the goal's words) moves it past that step.
+   Advice looks ahead too: a later step about the goal realisable right here is
+   advised (the recalled game needed a step this one does not), unless it is a
+   move ("go ..."), which is admissible from anywhere and so proves nothing.
 4. **Realising a step** (:func:`realises`). An admissible action realises a step
    *exactly* when both read the same with instance numbers dropped ("go to
    microwave" ~ "go to microwave 1"); *loosely* when they share the verb and every
@@ -34,11 +37,14 @@ the admissible actions and the steps taken so far.
    diningtable", since diningtable is in the goal). Exact realisations win when
    there are any.
 5. **Back-tracking**. When nothing admissible realises the pointed step (the
-   object is not where it was in the recalled game), the guide goes back to the
-   nearest earlier step that some admissible action *not yet taken* realises
-   loosely — "go to fridge" becomes "go to some place not visited yet", "open
-   fridge" becomes "open this cabinet" — so the recalled approach is retried
-   elsewhere, which is a search.
+   object is not where it was in the recalled game), the guide first opens what
+   is closed here (an admissible ``open ...`` not taken yet: the object may be
+   inside), then goes back to the nearest earlier step that some admissible
+   action *not yet taken* realises loosely — "go to fridge" becomes "go to some
+   place not visited yet", "open fridge" becomes "open this cabinet" — so the
+   recalled approach is retried elsewhere, which is a search. The search goes
+   first where the recalled knowledge found one of the goal's objects (lines
+   ``- cup: found in/on cabinet`` put "go to cabinet 3" before "go to shelf 1").
 
 :class:`Advice` carries the hint line (for ``guide=hint``) and the admissible
 actions that realise the step (for ``guide=prior``: the constrained choice is made
@@ -72,6 +78,9 @@ _STOP_WORDS = (
 )
 _STOP = frozenset(_STOP_WORDS.split())
 LOOKAHEAD = 3
+_MOVES = frozenset({"go", "walk", "teleport"})
+_FOUND = re.compile(
+    r"(?:^|\s)[-*]\s*([A-Za-z][\w-]*):\s*found in/on\s+([A-Za-z][\w -]*?)\s*$", re.MULTILINE)
 
 
 def _words(text: str) -> list[str]:
@@ -231,6 +240,15 @@ class Guide:
         self.goal = goal
         self.goal_words = frozenset(w for w in _words(goal) if w not in _STOP)
 
+    def known_places(self) -> frozenset[str]:
+        """Kinds of places where the recall says one of the goal's objects was found
+        (rule 5; knowledge lines ``- <object>: found in/on <place>``)."""
+        out = set()
+        for m in _FOUND.finditer(self.recall_text):
+            if m.group(1).lower() in self.goal_words:
+                out.add(abstract_action(m.group(2)))
+        return frozenset(out)
+
     def bindings(self, verbs: Iterable[str]) -> dict[str, str]:
         """The substitutions of rule 2 (``verbs``: the action verbs seen so far)."""
         return goal_bindings(self.recall_text, self.goal, verbs)
@@ -265,16 +283,28 @@ class Guide:
             return Advice(steps[k], tuple(exact or loose))
         for j in range(k + 1, min(k + 1 + LOOKAHEAD, len(steps))):
             # a later goal step is right here (the recalled game needed e.g. an "open" that
-            # this one does not): skip to it
+            # this one does not): skip to it -- unless it is a move: "go to countertop 1" is
+            # admissible from anywhere, so it proves nothing about the skipped steps (going
+            # to the goal's receptacle before taking the object is no progress)
+            if steps[j].split()[0].lower() in _MOVES:
+                continue
             exact, _ = self._realisations(steps[j], admissible)
             if exact and set(_words(steps[j])) & self.goal_words:
                 return Advice(steps[j], tuple(exact))
         done = {" ".join(a.lower().split()) for a in taken}
+        opened = [a for a in admissible if a.split() and a.split()[0].lower() == "open"
+                  and " ".join(a.lower().split()) not in done]
+        if opened and k > 0:
+            # the step cannot be done here: look inside what is closed here before moving on
+            return Advice(steps[k], tuple(opened), backtrack=True, blocked=steps[k])
+        places = self.known_places()
         for j in range(k - 1, -1, -1):
             exact, loose = self._realisations(steps[j], admissible)
             fresh = [a for a in (*exact, *loose) if " ".join(a.lower().split()) not in done]
             if fresh:
-                return Advice(steps[j], tuple(fresh), backtrack=True, blocked=steps[k])
+                liked = [a for a in fresh if places & set(abstract_action(a).split()[1:])]
+                return Advice(steps[j], tuple(liked or fresh), backtrack=True,
+                              blocked=steps[k])
         return Advice(steps[k])
 
     def _progress(self, steps: list[str], taken: Sequence[str]) -> int:
