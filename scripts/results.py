@@ -107,8 +107,19 @@ def _group_key(cfg: RunConfig) -> tuple[str, ...]:
     return (cfg.env, cfg.split, str(cfg.seed), cfg.llm, cfg.guide)
 
 
+def _labels(runs: list[tuple[RunConfig, list[dict[str, Any]]]]) -> dict[Path, str]:
+    """Each run's row name: its memory, plus its run directory's name when two runs of a
+    setting have the same memory (e.g. two agent versions)."""
+    count: dict[str, int] = defaultdict(int)
+    for cfg, _ in runs:
+        count[cfg.memory] += 1
+    return {cfg.run_dir: cfg.memory if count[cfg.memory] == 1
+            else f"{cfg.memory} ({cfg.run_dir.name})" for cfg, _ in runs}
+
+
 def _versus(runs: list[tuple[RunConfig, list[dict[str, Any]]]], mine: str) -> list[str]:
     """One line per (other memory, phase): ``mine`` minus the other's success, paired by task."""
+    label = _labels(runs)
     def outcomes(recs: list[dict[str, Any]], ph: str) -> dict[str, float]:
         return {r["task_id"]: float(r["success"]) for r in recs if r["phase"] == ph}
 
@@ -117,7 +128,7 @@ def _versus(runs: list[tuple[RunConfig, list[dict[str, Any]]]], mine: str) -> li
         if cfg_m.memory != mine:
             continue
         for cfg, recs in runs:
-            if cfg.memory in (mine, "none"):
+            if cfg.memory == "none" or cfg.run_dir == cfg_m.run_dir:
                 continue
             for ph in EVAL_PHASES:
                 a, b = outcomes(recs, ph), outcomes(recs_m, ph)
@@ -125,7 +136,8 @@ def _versus(runs: list[tuple[RunConfig, list[dict[str, Any]]]], mine: str) -> li
                 if not ids:
                     continue
                 g = gain([a[t] for t in ids], [b[t] for t in ids], ids_a=ids, ids_b=ids)
-                lines.append(f"* {mine} − {cfg.memory} ({ph}, {len(ids)} games): "
+                lines.append(f"* {label[cfg_m.run_dir]} − {label[cfg.run_dir]} ({ph}, "
+                             f"{len(ids)} games): "
                              f"{g.diff * 100:+.1f} [{g.low * 100:+.1f}, {g.high * 100:+.1f}]"
                              + (" *" if g.excludes_zero else ""))
     return lines
@@ -166,6 +178,7 @@ def build(run_dirs: list[Path], expect: list[str], note: str) -> str:
                         base[ph] = ([r["task_id"] for r in rows],
                                     [float(r["success"]) for r in rows])
         order = {m: i for i, m in enumerate(expect)}
+        label = _labels(runs)
         for cfg, recs in sorted(runs, key=lambda x: (order.get(x[0].memory, 99), x[0].memory)):
             for ph in EVAL_PHASES:
                 rows = [r for r in recs if r["phase"] == ph]
@@ -185,7 +198,7 @@ def build(run_dirs: list[Path], expect: list[str], note: str) -> str:
                                  f"{g.high * 100:+.1f}]" + (" *" if g.excludes_zero else "")
                                  + (f" (on {len(ids)})" if len(ids) != len(rows) else ""))
                 out.append(
-                    f"| {cfg.memory} | {_built_by(cfg)} | {ph} | {len(rows)} | "
+                    f"| {label[cfg.run_dir]} | {_built_by(cfg)} | {ph} | {len(rows)} | "
                     f"{_pct(sum(wins) / len(wins))} | "
                     f"{_ci(wins)} | {delta} | {_pct(sum(rewards) / len(rewards))} | "
                     f"{sum(map(_tokens, rows)) / len(rows):.0f} | "
