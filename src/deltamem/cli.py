@@ -415,6 +415,11 @@ def demo(
         list[str] | None,
         typer.Option(help="Also compare this memory (e.g. synapse); repeatable."),
     ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(min=1, help="Systems run at once, each in its own process (default: one "
+                     "per system, at most the CPU cores; 1: one after the other)."),
+    ] = None,
 ) -> None:
     """The main job: held-out games with no memory and with a DeltaMem bank of demonstrations.
 
@@ -431,7 +436,8 @@ def demo(
         f"then {llm} (guide {guide}) plays {episodes} held-out {split} games per system "
         f"({', '.join(systems)}), bank frozen", markup=False, highlight=False)
     outcome = run_demo(out_dir, episodes=episodes, train_episodes=train_episodes, llm=llm,
-                       env=env, split=split, seed=seed, guide=guide, systems=systems)
+                       env=env, split=split, seed=seed, guide=guide, systems=systems,
+                       jobs=jobs)
     t = Table("memory", "games", "success", "95% CI", "mean steps", "bank units", "wall time")
     for r in outcome.results:
         ph = r.result.phase("frozen")

@@ -17,17 +17,29 @@ intervals and the difference (paired by task, since both systems play the same
 games), what DeltaMem recalled for one game, and the trees it grew. Games are
 generated once into ``<out_dir>/games`` and shared by the runs; re-running resumes
 each run and, once complete, only re-reads the results.
+
+The systems' runs are independent, so they run side by side (``jobs`` processes,
+by default one per system up to the number of CPU cores; each local model then
+gets ``cores // jobs`` threads through ``DELTAMEM_LLM_THREADS``): on a 2-core
+machine the no-memory and DeltaMem runs take about as long together as the
+slower one alone. Runs in worker processes print one line per episode.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from deltamem.bench import RunConfig, RunResult, read_episodes, run
+from deltamem.bench.config import is_local_llm
 from deltamem.bench.gain import Gain, gain, phase_outcomes
 from deltamem.bench.stats import bootstrap_ci
+from deltamem.errors import ConfigError
+from deltamem.llm.local import THREADS_ENV
 
 __all__ = ["DEFAULT_SYSTEMS", "DemoOutcome", "DemoResult", "demo", "example_recall"]
 
@@ -91,14 +103,19 @@ def demo(
     guide: str = "prior",
     systems: tuple[str, ...] = DEFAULT_SYSTEMS,
     progress: bool | None = None,
+    jobs: int | None = None,
 ) -> DemoOutcome:
-    """Run the demonstration-seeded comparison (see the module doc) and return its outcome."""
+    """Run the demonstration-seeded comparison (see the module doc) and return its outcome.
+
+    ``jobs``: systems run at once, each in a process of its own (``None``: one per
+    system, at most the number of CPU cores; 1: one after the other, in this process).
+    """
     out = Path(out_dir)
     t_all = time.perf_counter()
     env_options = {"cache_dir": str(out / "games")} if env == "household" else {}
-    results: list[DemoResult] = []
+    configs: dict[str, RunConfig] = {}
     for memory in systems:
-        cfg = RunConfig(
+        configs[memory] = RunConfig(
             run_dir=out / memory,
             env=env,
             env_options=env_options,
@@ -117,11 +134,26 @@ def demo(
             constrained=True,
             guide=guide,  # type: ignore[arg-type]
         )
+    if jobs is not None and jobs < 1:
+        raise ConfigError(f"jobs must be >= 1, got {jobs}")
+    jobs = min(len(systems), jobs or os.cpu_count() or 1)
+    seconds: dict[str, float] = {}
+    if jobs > 1:
+        threads = max(1, (os.cpu_count() or 1) // jobs) if is_local_llm(llm) else None
+        # fork where there is one: environments registered at run time stay registered
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        with ProcessPoolExecutor(max_workers=jobs,
+                                 mp_context=multiprocessing.get_context(method)) as pool:
+            futures = {m: pool.submit(_play, configs[m].model_dump_json(), threads)
+                       for m in systems}
+            seconds = {m: f.result() for m, f in futures.items()}
+    results: list[DemoResult] = []
+    for memory in systems:
         t0 = time.perf_counter()
-        res = run(cfg, progress=progress)
+        res = run(configs[memory], progress=progress if jobs == 1 else False)  # done: re-read
         ids, wins = phase_outcomes(read_episodes(res.episodes_path), EVAL_PHASE)
-        results.append(DemoResult(memory, res, time.perf_counter() - t0, tuple(ids),
-                                  tuple(wins)))
+        results.append(DemoResult(memory, res, seconds.get(memory, time.perf_counter() - t0),
+                                  tuple(ids), tuple(wins)))
     gains: dict[str, Gain] = {}
     base = next((r for r in results if r.memory == "none"), None)
     if base is not None and base.successes:
@@ -130,6 +162,15 @@ def demo(
                 gains[r.memory] = gain(base.successes, r.successes, ids_a=base.task_ids,
                                        ids_b=r.task_ids)
     return DemoOutcome(results, gains, time.perf_counter() - t_all)
+
+
+def _play(config_json: str, threads: int | None) -> float:
+    """Worker process: play one system's run to the end; its wall time in seconds."""
+    if threads is not None:
+        os.environ.setdefault(THREADS_ENV, str(threads))
+    t0 = time.perf_counter()
+    run(RunConfig.model_validate_json(config_json), progress=False)
+    return time.perf_counter() - t0
 
 
 def example_recall(outcome: DemoOutcome, memory: str = "deltamem",

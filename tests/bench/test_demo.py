@@ -11,6 +11,7 @@ from deltamem.bench import read_episodes
 from deltamem.bench.gain import gain
 from deltamem.demo import demo, example_recall
 from deltamem.envs.registry import register, unregister
+from deltamem.errors import ConfigError
 
 
 @pytest.fixture
@@ -92,3 +93,15 @@ def test_results_script_compares_deltamem_with_each_other_memory_on_shared_games
     line = next(x for x in text.splitlines() if x.startswith("* deltamem − synapse"))
     assert "(frozen, 2 games)" in line  # paired on the two games synapse played
     assert not any(x.startswith("* deltamem − none") for x in text.splitlines())
+
+
+def test_systems_run_side_by_side_give_the_same_outcome(tmp_path: Path, keyroom: str) -> None:
+    kw = dict(episodes=3, train_episodes=2, split="test", llm="scripted", embedder="hashing",
+              env=keyroom, progress=False)
+    one = demo(tmp_path / "one", jobs=1, **kw)
+    two = demo(tmp_path / "two", jobs=2, **kw)
+    assert [(r.memory, r.task_ids, r.successes) for r in one.results] == \
+        [(r.memory, r.task_ids, r.successes) for r in two.results]
+    assert all(r.seconds > 0 for r in two.results)
+    with pytest.raises(ConfigError, match="jobs"):
+        demo(tmp_path / "bad", jobs=0, **kw)

@@ -76,3 +76,17 @@ def test_bad_keyword_is_config_error() -> None:
         make_llm("local:/a.gguf", model_path="/b.gguf")
     with pytest.raises(ConfigError, match="cache mode"):
         make_llm("scripted", cache_path="x.jsonl", cache_mode="nope")
+
+
+def test_llm_threads_come_from_the_environment_when_not_given(monkeypatch) -> None:
+    from deltamem.errors import ConfigError
+    from deltamem.llm.local import THREADS_ENV, env_threads
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    assert env_threads() is None
+    monkeypatch.setenv(THREADS_ENV, " 3 ")
+    assert env_threads() == 3
+    for bad in ("0", "-1", "two", "1.5"):
+        monkeypatch.setenv(THREADS_ENV, bad)
+        with pytest.raises(ConfigError, match=THREADS_ENV):
+            env_threads()

