@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
+
 import numpy as np
 import pytest
 from baseline_helpers import (
@@ -45,7 +48,8 @@ def with_type(ep: Episode, task_type: str) -> Episode:
 
 
 def test_same_kind_merges_and_another_kind_starts_a_document():
-    mem = AWM.open(embedder=kinds_embedder(), mode="deterministic", domain="alfworld")
+    mem = AWM.open(embedder=kinds_embedder(), mode="deterministic", domain="alfworld",
+                   type_text="goal")
     apple, mug, egg = eps()
     (c1,) = mem.learn(apple)
     assert c1.kind == "written" and "new task type 'type-1'" in c1.reason
@@ -91,9 +95,34 @@ def test_goal_below_the_threshold_recalls_nothing():
     assert r.details["score"] == pytest.approx(0.5, abs=1e-6)
 
 
-def test_threshold_defaults_to_the_domain_tau_task():
-    assert AWM.open(embedder=H, domain="scienceworld").config.threshold == 0.82
-    assert AWM.open(embedder=H, domain="alfworld", type_threshold=0.5).config.threshold == 0.5
+def test_type_inference_embeds_and_thresholds_goals_as_the_task_tree_does():
+    from deltamem.domains import MINILM
+
+    cfg = AWM.open(embedder=H, domain="scienceworld").config
+    assert (cfg.text_mode(H.name), cfg.threshold(H.name)) == ("goal", 0.82)
+    cfg = AWM.open(embedder=H, domain="alfworld", type_threshold=0.5).config
+    assert cfg.threshold(H.name) == 0.5
+    # household with MiniLM: the abstracted goal at the measured Task-Tree τ, as DeltaMem
+    cfg = AWM.open(embedder=H, domain="alfworld").config
+    assert (cfg.text_mode(MINILM), cfg.threshold(MINILM)) == ("abstract", 0.95)
+    mem = AWM.open(embedder=H, domain="alfworld")
+    task = eps()[0].task
+    assert mem.type_query(task) != task.goal and "{A}" in mem.type_query(task)
+
+
+def test_a_bank_made_before_type_text_keeps_the_raw_goal(tmp_path):
+    path = tmp_path / "old.db"
+    mem = AWM.open(path, embedder=H, domain="alfworld", mode="deterministic")
+    mem.learn(eps()[0])
+    config = {k: v for k, v in mem.store.meta()["config"].items() if k != "type_text"}
+    mem.close()
+    conn = sqlite3.connect(path)  # the config as an older deltamem recorded it
+    with conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'config'", (json.dumps(config),))
+    conn.close()
+    again = AWM.open(path, embedder=H, mode="deterministic")
+    assert again.config.type_text == "goal"
+    assert again.type_query(eps()[0].task) == eps()[0].task.goal
 
 
 def test_documents_are_capped():

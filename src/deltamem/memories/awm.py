@@ -9,17 +9,20 @@ steps with placeholders instead of instance constants:
   :class:`~deltamem.extract.structural.StructuralExtractor` (instance numbers
   dropped, goal entities turned into ``{A}``, ``{B}``, ...).
 
-The bank keeps ONE workflow document per task type. The type is inferred
-without oracle labels: the goal's embedding is compared with each document's
-centroid (mean embedding of the goals merged into it) and joins the nearest
-one when the cosine is ≥ ``type_threshold`` (default: the domain's τ_task),
-else starts a new type. ``oracle_types=True`` uses ``task.meta["task_type"]``
-instead and is reported in ``stats()["oracle_types"]`` so results can be
-marked. A workflow joining an existing document is merged into it (``llm``:
-prompt ``merge.txt``, purpose ``merge``; ``deterministic``: union of the
-steps, deduplicated, capped at ``max_steps``). Recall returns the document
-of the inferred type. Failed episodes are not used. Memory unit (Table 5):
-one workflow document.
+The bank keeps ONE workflow document per task type. The type is inferred without oracle
+labels: the goal's embedding is compared with each document's centroid (mean embedding
+of the goals merged into it) and joins the nearest one when the cosine is ≥
+``type_threshold``, else starts a new type. The goal is embedded as DeltaMem's Task-Tree
+embeds it, with the same threshold (:mod:`deltamem.core.triggers`,
+:func:`deltamem.domains.thresholds`): by default the domain's trigger and τ for the
+bank's embedder (household with MiniLM: the abstracted goal at 0.95), so both systems
+decide "same kind of task" alike. Banks made before ``type_text`` existed keep the raw
+goal. ``oracle_types=True`` uses ``task.meta["task_type"]`` instead and is reported in
+``stats()["oracle_types"]`` so results can be marked. A workflow joining an existing
+document is merged into it (``llm``: prompt ``merge.txt``, purpose ``merge``;
+``deterministic``: union of the steps, deduplicated, capped at ``max_steps``). Recall
+returns the document of the inferred type. Failed episodes are not used. Memory unit
+(Table 5): one workflow document.
 """
 
 from __future__ import annotations
@@ -27,12 +30,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
 
-from deltamem.domains import get_domain
+from deltamem.core.triggers import task_text
+from deltamem.domains import default_trigger, thresholds
 from deltamem.errors import ConfigError, ExtractionError, InvalidInputError
 from deltamem.extract.structural import StructuralExtractor
 from deltamem.memories.baseline import (
@@ -67,7 +71,11 @@ class AWMConfig(BaselineConfig):
         oracle_types: take the task type from ``task.meta["task_type"]`` (an oracle
             label) instead of inferring it; fixed when the bank is created.
         type_threshold: cosine between a goal and a document centroid needed to
-            join that type; ``None`` = the domain preset's τ_task.
+            join that type; ``None`` = the Task-Tree τ of the domain, embedder and
+            ``type_text`` (:func:`deltamem.domains.thresholds`).
+        type_text: what is embedded of a goal, ``goal`` (as written) or
+            ``abstract`` (:func:`deltamem.core.triggers.abstract_goal`); ``None`` =
+            the domain's Task-Tree default for the embedder.
         max_steps: most steps in one workflow document.
         max_trajectory_chars: trajectory budget of the induction prompt.
         max_tokens: completion cap of each LLM call.
@@ -75,16 +83,20 @@ class AWMConfig(BaselineConfig):
 
     oracle_types: bool = False
     type_threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
+    type_text: Literal["goal", "abstract"] | None = None
     max_steps: int = Field(default=15, ge=1, le=50)
     max_trajectory_chars: int = Field(default=6000, ge=200)
     max_tokens: int = Field(default=600, ge=16)
 
-    @property
-    def threshold(self) -> float:
-        """``type_threshold``, or the domain's τ_task when it is ``None``."""
+    def text_mode(self, embedder: str | None) -> str:
+        """``type_text``, or the domain's Task-Tree trigger for ``embedder``."""
+        return self.type_text or default_trigger(self.domain, "task", embedder)
+
+    def threshold(self, embedder: str | None) -> float:
+        """``type_threshold``, or the Task-Tree τ for the domain, ``embedder`` and text mode."""
         if self.type_threshold is not None:
             return self.type_threshold
-        return get_domain(self.domain).tau_task
+        return thresholds(self.domain, "task", embedder, self.text_mode(embedder)).value
 
 
 def workflow_schema(max_steps: int) -> dict[str, Any]:
@@ -165,7 +177,19 @@ class AWM(FlatMemory):
                 "open it with the same setting or build a new bank"
             )
 
+    def __init__(self, store: Any, embedder: Any, **kwargs: Any) -> None:
+        recorded = dict(store.meta().get("config") or {})
+        super().__init__(store, embedder, **kwargs)
+        if recorded and "type_text" not in recorded and self.config.type_text is None:
+            # a bank made before type_text existed: its centroids embed the raw goal
+            self.config = self.config.model_copy(update={"type_text": "goal"})
+
     # -- task types ------------------------------------------------------------------
+    def type_query(self, task: Task) -> str:
+        """The text of ``task``'s goal that type inference embeds (``type_text``)."""
+        name = self.embedder.name if self.embedder is not None else None
+        return task_text(task.goal.strip(), self.config.text_mode(name))
+
     def _documents(self) -> list[Item]:
         return [i for i in self._items() if i.kind == KIND]
 
@@ -195,10 +219,10 @@ class AWM(FlatMemory):
         docs = [d for d in docs if d.embedding is not None]
         if not docs:
             return None, None, "no workflow document yet"
-        q = emb.embed_queries([task.goal.strip()])[0]
+        q = emb.embed_queries([self.type_query(task)])[0]
         scores = cosine(np.stack([d.embedding for d in docs]), q)  # type: ignore[misc]
         j = int(np.argmax(scores))
-        best, tau = float(scores[j]), self.config.threshold
+        best, tau = float(scores[j]), self.config.threshold(emb.name)
         if best >= tau:
             return docs[j], best, f"goal similarity {best:.3f} ≥ τ {tau:g} to type {docs[j].key}"
         return None, best, f"best goal similarity {best:.3f} < τ {tau:g}"
@@ -269,7 +293,7 @@ class AWM(FlatMemory):
         except ExtractionError as e:
             plan.reject(self.source, e)
             return plan
-        vec = emb.embed_passages([episode.task.goal.strip()])[0].astype(np.float32)
+        vec = emb.embed_passages([self.type_query(episode.task)])[0].astype(np.float32)
         if doc is None:
             key = (self.oracle_type(episode.task) if self.config.oracle_types
                    else f"type-{len(self._documents()) + 1}")
