@@ -128,8 +128,9 @@ def _versus(runs: list[tuple[RunConfig, list[dict[str, Any]]]], mine: str) -> li
         if cfg_m.memory != mine:
             continue
         for cfg, recs in runs:
-            if cfg.memory == "none" or cfg.run_dir == cfg_m.run_dir:
-                continue
+            if cfg.memory == "none" or cfg.run_dir == cfg_m.run_dir or (
+                    cfg.memory == mine and str(cfg.run_dir) < str(cfg_m.run_dir)):
+                continue  # two runs of `mine`: one line, not one each way
             for ph in EVAL_PHASES:
                 a, b = outcomes(recs, ph), outcomes(recs_m, ph)
                 ids = [t for t in a if t in b]
