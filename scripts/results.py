@@ -87,6 +87,9 @@ def command(cfg: RunConfig) -> str:
         extra.append(f"init_bank = {json.dumps(str(cfg.init_bank))}")
     if cfg.frozen:
         extra.append("frozen = true")
+    if cfg.llm_options:
+        opts = ", ".join(f"{k} = {json.dumps(v)}" for k, v in sorted(cfg.llm_options.items()))
+        extra.append(f"llm_options = {{ {opts} }}")
     if cfg.max_listed_actions != RunConfig.model_fields["max_listed_actions"].default:
         extra.append(f"max_listed_actions = {cfg.max_listed_actions}")
     text = " ".join(parts)
