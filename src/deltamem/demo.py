@@ -144,7 +144,8 @@ def demo(
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         with ProcessPoolExecutor(max_workers=jobs,
                                  mp_context=multiprocessing.get_context(method)) as pool:
-            futures = {m: pool.submit(_play, configs[m].model_dump_json(), threads)
+            futures = {m: pool.submit(_play, configs[m].model_dump_json(), threads,
+                                      progress is not False)
                        for m in systems}
             seconds = {m: f.result() for m, f in futures.items()}
     results: list[DemoResult] = []
@@ -164,12 +165,17 @@ def demo(
     return DemoOutcome(results, gains, time.perf_counter() - t_all)
 
 
-def _play(config_json: str, threads: int | None) -> float:
-    """Worker process: play one system's run to the end; its wall time in seconds."""
+def _play(config_json: str, threads: int | None, lines: bool = True) -> float:
+    """Worker process: play one system's run to the end; its wall time in seconds.
+
+    ``lines``: print one line per finished episode on stderr (named by the run), so a
+    demo of side-by-side runs is never silent; live bars of several processes would
+    overwrite each other.
+    """
     if threads is not None:
         os.environ.setdefault(THREADS_ENV, str(threads))
     t0 = time.perf_counter()
-    run(RunConfig.model_validate_json(config_json), progress=False)
+    run(RunConfig.model_validate_json(config_json), progress="lines" if lines else False)
     return time.perf_counter() - t0
 
 

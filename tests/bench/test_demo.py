@@ -105,3 +105,12 @@ def test_systems_run_side_by_side_give_the_same_outcome(tmp_path: Path, keyroom:
     assert all(r.seconds > 0 for r in two.results)
     with pytest.raises(ConfigError, match="jobs"):
         demo(tmp_path / "bad", jobs=0, **kw)
+
+
+def test_side_by_side_runs_print_a_line_per_episode_named_by_system(
+        tmp_path: Path, keyroom: str, capfd: pytest.CaptureFixture[str]) -> None:
+    demo(tmp_path / "lines", jobs=2, episodes=3, train_episodes=2, split="test",
+         llm="scripted", embedder="hashing", env=keyroom, progress=None)
+    err = capfd.readouterr().err
+    for memory in ("none", "deltamem"):
+        assert sum(line.startswith(f"{memory}: frozen") for line in err.splitlines()) == 3, err

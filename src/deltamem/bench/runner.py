@@ -71,7 +71,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from deltamem.agents.expert import ExpertAgent, parse_expert_spec
 from deltamem.agents.react import ReActAgent
@@ -129,15 +129,16 @@ def run(
     env: Environment | None = None,
     llm: LLMClient | None = None,
     embedder: Embedder | None = None,
-    progress: bool | None = None,
+    progress: bool | Literal["lines"] | None = None,
 ) -> RunResult:
     """Run (or resume) the benchmark described by ``config``; see the module docstring.
 
     ``env``, ``llm`` and ``embedder`` replace the objects the config's specs
     would build (an ``env`` given here is not closed by the runner).
     ``progress`` (on stderr): ``True`` a live bar with the step within the episode, the
-    running success rate and the last action; ``False`` nothing; ``None`` (default) the
-    bar on a terminal, else one plain line per finished episode (a log file gets them).
+    running success rate and the last action; ``False`` nothing; ``"lines"`` one plain
+    line per finished episode; ``None`` (default) the bar on a terminal, else the lines (a
+    log file gets them).
     """
     run_dir = Path(config.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -609,8 +610,10 @@ def source_revision() -> dict[str, Any] | None:
     return {"path": str(src), "commit": head, "modified": bool(dirty.strip())}
 
 
-def _display_mode(progress: bool | None) -> str:
+def _display_mode(progress: bool | Literal["lines"] | None) -> str:
     """``bar``, ``lines`` or ``off`` for :func:`run`'s ``progress`` argument."""
+    if progress == "lines":
+        return "lines"
     if progress is None:
         from rich.console import Console
 
