@@ -115,6 +115,29 @@ def test_env_task_ids_need_no_jvm():
     env.close()  # nothing started: a no-op
 
 
+def test_tasks_option_keeps_every_variation_of_the_named_tasks_only():
+    env = ScienceWorldEnv(tasks="find-animal, find-plant")
+    for split in ("train", "unseen"):
+        ids = env.task_ids(split)
+        names = [parse_task_id(i)[0] for i in ids]
+        assert set(names) == {"find-animal", "find-plant"}
+        want = {f"{n}:{v}" for n in ("find-animal", "find-plant")
+                for v in range(*_split_bounds(n, split))}
+        assert set(ids) == want and len(ids) == len(want)
+    assert env.task_ids("unseen", seed=1) != env.task_ids("unseen", seed=0)
+    assert sorted(env.task_ids("unseen", seed=1)) == sorted(env.task_ids("unseen", seed=0))
+    assert ScienceWorldEnv(tasks=["find-plant"]).task_ids("seen") == [
+        i for i in ScienceWorldEnv(tasks=("find-plant",)).task_ids("seen")]
+    for bad in ("nope", " , ", ["find-animal", "boil-water"]):
+        with pytest.raises(ConfigError):
+            ScienceWorldEnv(tasks=bad)
+
+
+def _split_bounds(name: str, split: str) -> tuple[int, int]:
+    _, a, b, c = TASKS[name]
+    return {"train": (0, a), "seen": (a, a + b), "unseen": (a + b, a + b + c)}[split]
+
+
 def test_step_caps_table_and_override():
     assert default_max_steps("find-animal") == 15
     assert all(default_max_steps(n) >= 10 for n in TASKS)

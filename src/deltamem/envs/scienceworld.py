@@ -35,7 +35,7 @@ import random
 import shutil
 import subprocess
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from deltamem.envs.base import Environment, Transition
@@ -263,6 +263,21 @@ def _balanced(names: tuple[str, ...], split: str, seed: int, n: int) -> list[tup
     return chosen
 
 
+def _task_names(tasks: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The ``tasks`` option as a tuple of known task names (empty: all tasks)."""
+    if tasks is None:
+        return ()
+    names = tasks.split(",") if isinstance(tasks, str) else list(tasks)
+    out = tuple(dict.fromkeys(str(n).strip() for n in names if str(n).strip()))
+    unknown = [n for n in out if n not in TASKS]
+    if unknown:
+        raise ConfigError(f"unknown ScienceWorld task(s) {', '.join(unknown)}; "
+                          f"known: {', '.join(TASKS)}")
+    if not out:
+        raise ConfigError("tasks names no ScienceWorld task")
+    return out
+
+
 def default_max_steps(task_name: str) -> int:
     """The documented step cap of ``task_name`` (see the ``_MAX_STEPS`` table)."""
     try:
@@ -313,6 +328,11 @@ class ScienceWorldEnv(Environment):
         resolve_ambiguity: when the engine answers "Ambiguous request ..." it
             waits for a number; ``True`` answers ``0`` (its first reading) in the
             same step and returns that outcome.
+        tasks: keep only these task names (a sequence, or one comma-separated
+            string as ``-e tasks=boil,melt`` gives it): the stream of a split is then
+            every variation of those tasks in that split, spread by the ``balanced``
+            rule of :func:`sample_variations` (``sampler`` is not used). ``None``:
+            all tasks of the sampler.
 
     Episodes: goal = the task description; scene = the first ``look around``
     text (the starting room and what is in it), also the first observation.
@@ -336,7 +356,9 @@ class ScienceWorldEnv(Environment):
         admissible: Admissible = "valid",
         admissible_cap: int | None = None,
         resolve_ambiguity: bool = True,
+        tasks: str | Sequence[str] | None = None,
     ) -> None:
+        self.tasks = _task_names(tasks)
         self.simplification = simplification
         self.jvm_max_heap = jvm_max_heap
         self.sampler = sampler
@@ -401,9 +423,16 @@ class ScienceWorldEnv(Environment):
     # -- contract ----------------------------------------------------------------------
 
     def task_ids(self, split: str, seed: int = 0) -> list[str]:
-        """Task ids of ``split`` in stream order (see :func:`sample_variations`)."""
-        return [f"{name}:{v}" for name, v in
-                sample_variations(split, sampler=self.sampler, seed=seed)]
+        """Task ids of ``split`` in stream order (see :func:`sample_variations` and ``tasks``)."""
+        if self.tasks:
+            if split not in _SPLIT_COLUMN:
+                raise ConfigError(f"unknown ScienceWorld split {split!r}; "
+                                  "known: seen, unseen, train")
+            n = sum(len(_variation_range(name, split)) for name in self.tasks)
+            stream = _balanced(self.tasks, split, seed, n)
+        else:
+            stream = sample_variations(split, sampler=self.sampler, seed=seed)
+        return [f"{name}:{v}" for name, v in stream]
 
     def task_max_steps(self, task_name: str) -> int:
         """The step cap this adapter applies to ``task_name``."""
