@@ -124,6 +124,8 @@ def test_tasks_option_keeps_every_variation_of_the_named_tasks_only():
         want = {f"{n}:{v}" for n in ("find-animal", "find-plant")
                 for v in range(*_split_bounds(n, split))}
         assert set(ids) == want and len(ids) == len(want)
+    first = [parse_task_id(i)[0] for i in env.task_ids("unseen")[:10]]
+    assert first == ["find-animal", "find-plant"] * 5  # the first n cover the tasks evenly
     assert env.task_ids("unseen", seed=1) != env.task_ids("unseen", seed=0)
     assert sorted(env.task_ids("unseen", seed=1)) == sorted(env.task_ids("unseen", seed=0))
     assert ScienceWorldEnv(tasks=["find-plant"]).task_ids("seen") == [

@@ -263,6 +263,21 @@ def _balanced(names: tuple[str, ...], split: str, seed: int, n: int) -> list[tup
     return chosen
 
 
+def _round_robin(names: tuple[str, ...], split: str, seed: int) -> list[tuple[str, int]]:
+    """Every variation of ``names`` in ``split``: each task's variations shuffled by
+    ``random.Random(f"{seed}:{split}:{task}")``, then taken one task at a time in the
+    order given, so any first ``n`` episodes cover the tasks evenly."""
+    pools = []
+    for name in names:
+        pool = list(_variation_range(name, split))
+        random.Random(f"{seed}:{split}:{name}").shuffle(pool)
+        pools.append([(name, v) for v in pool])
+    out: list[tuple[str, int]] = []
+    for i in range(max(len(p) for p in pools)):
+        out.extend(p[i] for p in pools if i < len(p))
+    return out
+
+
 def _task_names(tasks: str | Sequence[str] | None) -> tuple[str, ...]:
     """The ``tasks`` option as a tuple of known task names (empty: all tasks)."""
     if tasks is None:
@@ -330,9 +345,9 @@ class ScienceWorldEnv(Environment):
             same step and returns that outcome.
         tasks: keep only these task names (a sequence, or one comma-separated
             string as ``-e tasks=boil,melt`` gives it): the stream of a split is then
-            every variation of those tasks in that split, spread by the ``balanced``
-            rule of :func:`sample_variations` (``sampler`` is not used). ``None``:
-            all tasks of the sampler.
+            every variation of those tasks in that split, each task's shuffled by
+            ``seed``, taken one task at a time in the order given (``sampler`` is
+            not used). ``None``: all tasks of the sampler.
 
     Episodes: goal = the task description; scene = the first ``look around``
     text (the starting room and what is in it), also the first observation.
@@ -428,8 +443,7 @@ class ScienceWorldEnv(Environment):
             if split not in _SPLIT_COLUMN:
                 raise ConfigError(f"unknown ScienceWorld split {split!r}; "
                                   "known: seen, unseen, train")
-            n = sum(len(_variation_range(name, split)) for name in self.tasks)
-            stream = _balanced(self.tasks, split, seed, n)
+            stream = _round_robin(self.tasks, split, seed)
         else:
             stream = sample_variations(split, sampler=self.sampler, seed=seed)
         return [f"{name}:{v}" for name, v in stream]
