@@ -95,6 +95,31 @@ def test_results_script_compares_deltamem_with_each_other_memory_on_shared_games
     assert not any(x.startswith("* deltamem − none") for x in text.splitlines())
 
 
+def test_results_script_takes_the_frozen_none_run_as_the_unfrozen_baseline(
+        tmp_path: Path, keyroom: str) -> None:
+    import importlib.util
+
+    from deltamem.bench import RunConfig, run
+
+    demo(tmp_path / "demo", episodes=3, train_episodes=2, split="test", llm="scripted",
+         embedder="hashing", env=keyroom, progress=False, systems=("none",))
+    run(RunConfig(run_dir=tmp_path / "demo" / "dm-unfrozen", env=keyroom, split="test",
+                  episodes=3, memory="deltamem", llm="scripted", embedder="hashing",
+                  extractor="structural", protocol="train-to-test", train_split="train",
+                  train_episodes=2, train_agent="expert", eval_modes=("unfrozen",),
+                  constrained=True, guide="prior"), progress=False)
+    spec = importlib.util.spec_from_file_location(
+        "results_script", Path(__file__).parents[2] / "scripts" / "results.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "results.md"
+    mod.main([str(tmp_path / "demo" / "none"), str(tmp_path / "demo" / "dm-unfrozen"),
+              "--out", str(out)])
+    row = next(x for x in out.read_text().splitlines() if x.startswith("| deltamem |"))
+    assert "| unfrozen | 3 | 100.0 |" in row and "+100.0 [+100.0, +100.0] *" in row
+
+
 def test_systems_run_side_by_side_give_the_same_outcome(tmp_path: Path, keyroom: str) -> None:
     kw = dict(episodes=3, train_episodes=2, split="test", llm="scripted", embedder="hashing",
               env=keyroom, progress=False)
