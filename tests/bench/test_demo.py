@@ -14,6 +14,18 @@ from deltamem.envs.registry import register, unregister
 from deltamem.errors import ConfigError
 
 
+def _results_script():
+    """``scripts/results.py`` as a module (it is a script, not part of the package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "results_script", Path(__file__).parents[2] / "scripts" / "results.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 @pytest.fixture
 def keyroom():
     register("keyroom-demo", "tests.agents.test_expert:KeyRoom")
@@ -51,15 +63,9 @@ def test_gain_is_paired_by_task_and_honest_about_zero() -> None:
 
 def test_results_script_writes_one_table_with_the_difference_and_the_commands(
         tmp_path: Path, keyroom: str) -> None:
-    import importlib.util
-
     demo(tmp_path / "demo", episodes=3, train_episodes=2, split="test", llm="scripted",
          embedder="hashing", env=keyroom, progress=False)
-    spec = importlib.util.spec_from_file_location(
-        "results_script", Path(__file__).parents[2] / "scripts" / "results.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _results_script()
     out = tmp_path / "results.md"
     mod.main([str(tmp_path / "demo" / "none"), str(tmp_path / "demo" / "deltamem"),
               "--out", str(out), "--expect", "none,synapse,deltamem"])
@@ -74,17 +80,11 @@ def test_results_script_writes_one_table_with_the_difference_and_the_commands(
 
 def test_results_script_compares_deltamem_with_each_other_memory_on_shared_games(
         tmp_path: Path, keyroom: str) -> None:
-    import importlib.util
-
     demo(tmp_path / "demo", episodes=3, train_episodes=2, split="test", llm="scripted",
          embedder="hashing", env=keyroom, progress=False, systems=("none", "deltamem"))
     demo(tmp_path / "demo", episodes=2, train_episodes=2, split="test", llm="scripted",
          embedder="hashing", env=keyroom, progress=False, systems=("synapse",))
-    spec = importlib.util.spec_from_file_location(
-        "results_script", Path(__file__).parents[2] / "scripts" / "results.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _results_script()
     out = tmp_path / "results.md"
     mod.main([str(tmp_path / "demo" / m) for m in ("none", "synapse", "deltamem")]
              + ["--out", str(out)])
@@ -97,8 +97,6 @@ def test_results_script_compares_deltamem_with_each_other_memory_on_shared_games
 
 def test_results_script_takes_the_frozen_none_run_as_the_unfrozen_baseline(
         tmp_path: Path, keyroom: str) -> None:
-    import importlib.util
-
     from deltamem.bench import RunConfig, run
 
     demo(tmp_path / "demo", episodes=3, train_episodes=2, split="test", llm="scripted",
@@ -108,11 +106,7 @@ def test_results_script_takes_the_frozen_none_run_as_the_unfrozen_baseline(
                   extractor="structural", protocol="train-to-test", train_split="train",
                   train_episodes=2, train_agent="expert", eval_modes=("unfrozen",),
                   constrained=True, guide="prior"), progress=False)
-    spec = importlib.util.spec_from_file_location(
-        "results_script", Path(__file__).parents[2] / "scripts" / "results.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _results_script()
     out = tmp_path / "results.md"
     mod.main([str(tmp_path / "demo" / "none"), str(tmp_path / "demo" / "dm-unfrozen"),
               "--out", str(out)])
