@@ -128,8 +128,8 @@ def test_tasks_option_keeps_every_variation_of_the_named_tasks_only():
     assert first == ["find-animal", "find-plant"] * 5  # the first n cover the tasks evenly
     assert env.task_ids("unseen", seed=1) != env.task_ids("unseen", seed=0)
     assert sorted(env.task_ids("unseen", seed=1)) == sorted(env.task_ids("unseen", seed=0))
-    assert ScienceWorldEnv(tasks=["find-plant"]).task_ids("seen") == [
-        i for i in ScienceWorldEnv(tasks=("find-plant",)).task_ids("seen")]
+    assert ScienceWorldEnv(tasks=["find-plant"]).task_ids("seen") == \
+        ScienceWorldEnv(tasks=("find-plant",)).task_ids("seen")
     for bad in ("nope", " , ", ["find-animal", "boil-water"]):
         with pytest.raises(ConfigError):
             ScienceWorldEnv(tasks=bad)

@@ -234,8 +234,7 @@ def sample_variations(
     Raises:
         ConfigError: unknown split or sampler, or ``n`` larger than the split.
     """
-    if split not in _SPLIT_COLUMN:
-        raise ConfigError(f"unknown ScienceWorld split {split!r}; known: seen, unseen, train")
+    _check_split(split)
     if n is not None and n < 0:
         raise ConfigError(f"n must be >= 0, got {n}")
     if sampler == "paper":
@@ -256,22 +255,31 @@ def _balanced(names: tuple[str, ...], split: str, seed: int, n: int) -> list[tup
     quota = _water_fill(names, split, n)
     chosen: list[tuple[str, int]] = []
     for name in names:
-        pool = list(_variation_range(name, split))
-        random.Random(f"{seed}:{split}:{name}").shuffle(pool)
+        pool = _shuffled_variations(name, split, seed)
         chosen.extend((name, v) for v in sorted(pool[: quota[name]]))
     random.Random(seed).shuffle(chosen)
     return chosen
+
+
+def _check_split(split: str) -> None:
+    if split not in _SPLIT_COLUMN:
+        raise ConfigError(f"unknown ScienceWorld split {split!r}; known: seen, unseen, train")
+
+
+def _shuffled_variations(name: str, split: str, seed: int) -> list[int]:
+    """``name``'s variations in ``split``, shuffled by
+    ``random.Random(f"{seed}:{split}:{name}")``."""
+    pool = list(_variation_range(name, split))
+    random.Random(f"{seed}:{split}:{name}").shuffle(pool)
+    return pool
 
 
 def _round_robin(names: tuple[str, ...], split: str, seed: int) -> list[tuple[str, int]]:
     """Every variation of ``names`` in ``split``: each task's variations shuffled by
     ``random.Random(f"{seed}:{split}:{task}")``, then taken one task at a time in the
     order given, so any first ``n`` episodes cover the tasks evenly."""
-    pools = []
-    for name in names:
-        pool = list(_variation_range(name, split))
-        random.Random(f"{seed}:{split}:{name}").shuffle(pool)
-        pools.append([(name, v) for v in pool])
+    _check_split(split)
+    pools = [[(name, v) for v in _shuffled_variations(name, split, seed)] for name in names]
     out: list[tuple[str, int]] = []
     for i in range(max(len(p) for p in pools)):
         out.extend(p[i] for p in pools if i < len(p))
@@ -440,9 +448,6 @@ class ScienceWorldEnv(Environment):
     def task_ids(self, split: str, seed: int = 0) -> list[str]:
         """Task ids of ``split`` in stream order (see :func:`sample_variations` and ``tasks``)."""
         if self.tasks:
-            if split not in _SPLIT_COLUMN:
-                raise ConfigError(f"unknown ScienceWorld split {split!r}; "
-                                  "known: seen, unseen, train")
             stream = _round_robin(self.tasks, split, seed)
         else:
             stream = sample_variations(split, sampler=self.sampler, seed=seed)
