@@ -62,6 +62,26 @@ def test_failure_records_and_unknown_verbs_are_not_steps() -> None:
                           ["go"]) == []  # a fact and an unmarked line with an unknown verb
 
 
+
+def test_tree_sub_goals_are_headings_not_steps() -> None:
+    """A bulleted sub-goal over indented steps (MCMA's tree plans) is not itself a step,
+    even when it starts with an action verb; a step over an indented note still is."""
+    tree = """[tree] Tree plan: heat some potato and put it in garbagecan
+  * heat some potato and put it in garbagecan
+    * Take potato from sinkbasin
+      1. go to sinkbasin
+      2. take potato from sinkbasin
+    * Heat potato with microwave
+      1. go to microwave
+      2. heat potato with microwave
+"""
+    verbs = {"go", "take", "heat", "put"}
+    assert recalled_steps(tree, verbs) == [
+        "go to sinkbasin", "take potato from sinkbasin", "go to microwave",
+        "heat potato with microwave"]
+    flat = "- go to fridge\n- take apple from fridge\n  (it was on the top shelf)\n"
+    assert recalled_steps(flat, verbs) == ["go to fridge", "take apple from fridge"]
+
 def test_realisation_exact_loose_and_goal_words() -> None:
     goal_words = frozenset({"hot", "tomato", "diningtable"})
     assert realises("go to microwave 1", "go to microwave", goal_words) == "exact"

@@ -11,7 +11,9 @@ the admissible actions and the steps taken so far.
    reads as an action, in order: numbering, bullets, ``>`` and ``Action:`` are
    stripped, and a line counts when its first word is the verb of an action the
    environment has offered in this episode (``go``, ``take``, ``heat``, ...), or when
-   it is marked as a step (numbered, ``>``, ``Action:``) and holds no ``:``.
+   it is marked as a step (numbered, ``>``, ``Action:``) and holds no ``:``. A marked
+   line that heads more-indented marked lines is a sub-goal of a tree (MCMA's plans:
+   ``* Heat potato with microwave`` over ``1. go to microwave`` …), not a step.
    Sections and lines about failures are left out (a title or line mentioning
    *fail*, *warn*, *unexplored* or *pitfall*: DeltaMem's failure records,
    ReasoningBank's warnings).
@@ -102,10 +104,13 @@ def recalled_steps(recall_text: str, verbs: Iterable[str]) -> list[str]:
     verbs = {v.lower() for v in verbs}
     out: list[str] = []
     skipping = False
-    for raw in recall_text.splitlines():
+    lines = [raw for raw in recall_text.splitlines() if raw.strip()]
+    indents = [len(raw) - len(raw.lstrip()) for raw in lines]
+    for i, raw in enumerate(lines):
         line = raw.strip()
-        if not line:
-            continue
+        if (i + 1 < len(lines) and indents[i + 1] > indents[i] and _PREFIX.match(line)
+                and _PREFIX.match(lines[i + 1].strip())):
+            continue  # a marked line heading more-indented marked lines: a sub-goal
         low = line.lower()
         if line.startswith(("#", "[")):  # a section title: failure sections are left out
             skipping = any(b in low for b in _BAD)
