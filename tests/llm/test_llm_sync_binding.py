@@ -63,6 +63,64 @@ def test_json_schema_grammar_compiles_and_rejects_refs() -> None:
         llama_sync.json_schema_grammar({"$ref": "#/definitions/x"})
 
 
+
+def _recursive_schema() -> dict:
+    """A pydantic-style schema: a node holds a list of nodes or a leaf, through ``$defs``."""
+    return {
+        "$defs": {
+            "Leaf": {"type": "object", "properties": {"text": {"type": "string"}},
+                     "required": ["text"], "additionalProperties": False},
+            "Node": {"type": "object", "additionalProperties": False, "required": ["name"],
+                     "properties": {
+                         "name": {"type": "string"},
+                         "children": {"type": "array", "items": {"anyOf": [
+                             {"$ref": "#/$defs/Node"}, {"$ref": "#/$defs/Leaf"}]}},
+                         "extra": {"anyOf": [{"$ref": "#/$defs/Wrap"}, {"type": "null"}]}}},
+            "Wrap": {"type": "object", "additionalProperties": False, "required": ["node"],
+                     "properties": {"node": {"$ref": "#/$defs/Node"}}},
+        },
+        "type": "object", "properties": {"root": {"$ref": "#/$defs/Node"}},
+        "required": ["root"], "additionalProperties": False,
+    }
+
+
+def test_inline_refs_bounds_recursion_and_admits_only_valid_values() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = _recursive_schema()
+    flat = llama_sync.inline_refs(schema, max_depth=2)
+    assert "$ref" not in repr(flat) and "$defs" not in flat
+    two_levels = {"root": {"name": "a", "children": [{"name": "b", "children": [
+        {"text": "x"}]}]}}
+    three_levels = {"root": {"name": "a", "children": [{"name": "b", "children": [
+        {"name": "c"}]}]}}
+    through_wrap = {"root": {"name": "a", "extra": {"node": {"name": "b"}}}}
+    for value in (two_levels, three_levels, through_wrap):
+        jsonschema.validate(value, schema)  # all valid against the original
+    jsonschema.validate(two_levels, flat)  # two recursive definitions deep: admitted
+    for cut in (three_levels, through_wrap):  # three (Node, Wrap, Node): not admitted
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(cut, flat)
+
+
+def test_inline_refs_refuses_remote_refs_and_required_cuts() -> None:
+    with pytest.raises(ValueError, match="unsupported"):
+        llama_sync.inline_refs({"$ref": "https://example.org/s.json"})
+    loop = {"$defs": {"A": {"type": "object", "required": ["a"],
+                            "properties": {"a": {"$ref": "#/$defs/B"}}},
+                      "B": {"type": "object", "required": ["b"],
+                            "properties": {"b": {"$ref": "#/$defs/A"}}}},
+            "$ref": "#/$defs/A"}
+    assert llama_sync.inline_refs(loop) is None  # no finite value exists
+
+
+def test_recursive_pydantic_schema_compiles_once() -> None:
+    pytest.importorskip("llama_cpp_py_sync")
+    from deltamem.memories.mcma.structures import answer_schema
+
+    g = llama_sync.json_schema_grammar(answer_schema(1))
+    assert "root ::=" in g and len(g) < 200_000
+    assert llama_sync.json_schema_grammar(answer_schema(1)) is g  # cached per schema
+
 # -- ELF re-linking (glibc 2.38 C23 symbols) ---------------------------------------------------
 
 

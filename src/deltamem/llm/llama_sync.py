@@ -23,7 +23,9 @@ anything is called, naming the installed version when one is missing.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
+import json
 import os
 import shutil
 import tempfile
@@ -180,28 +182,164 @@ def json_schema_grammar(schema: Mapping[str, Any]) -> str:
     (``minLength``/``maxLength``), ``enum``/``const``, ``anyOf``/``oneOf`` and
     the scalar types. Numeric bounds and string formats/patterns are not
     grammar-enforced: an integer with ``minimum`` and ``maximum`` at most 100
-    apart becomes an ``enum`` of its values; other numeric bounds, ``format``
-    and ``pattern`` are dropped here (callers validate the parsed output
-    against the full schema anyway).
+    apart becomes an ``enum`` of its values; other numeric bounds, ``format``,
+    ``pattern`` and the bounds on an object's keys (``minProperties``,
+    ``maxProperties``, ``propertyNames``) are dropped here, and a map with free keys
+    and typed values (``additionalProperties: {schema}``) admits any JSON object
+    (callers validate the parsed output against the full schema anyway).
+
+    Local ``$ref`` s (``#/$defs/Name``, as pydantic writes for nested and recursive
+    models) are inlined first by :func:`inline_refs`: a recursive schema becomes a
+    grammar for values nested at most :data:`MAX_REF_DEPTH` recursive definitions
+    deep. Each schema is compiled once per process.
 
     Raises:
-        ConfigError: the schema uses a construct the converter rejects (``$ref``, ...).
+        ConfigError: the schema uses a construct the converter rejects (a remote
+            ``$ref``, ...).
     """
+    try:
+        key = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"cannot compile a grammar for this schema: {e}") from e
+    return _compiled_grammar(key)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_grammar(key: str) -> str:
+    """The grammar of one schema (JSON text), compiled once per process."""
+    schema = json.loads(key)
     try:
         from llama_cpp_py_sync.constraints import response_format_to_grammar
     except ImportError as e:
         raise LLMUnavailableError(f"the {PACKAGE!r} package is missing; {INSTALL_HINT}") from e
     try:
+        flat = inline_refs(schema)
+        if flat is None:
+            raise ValueError("the schema admits no value once its recursion is bounded")
         grammar = response_format_to_grammar(
-            {"type": "json_schema", "json_schema": {"schema": _grammar_schema(schema)}})
+            {"type": "json_schema", "json_schema": {"schema": _grammar_schema(flat)}})
     except (ValueError, TypeError) as e:
         raise ConfigError(f"cannot compile a grammar for this schema: {e}") from e
     assert grammar is not None
     return grammar
 
 
+MAX_REF_DEPTH = 7
+"""Recursive definitions one path through a schema may unroll in :func:`inline_refs`: 7
+covers MCMA's nested memories (a tree of sub-goal nodes with chain leaves) and keeps the
+grammar, which the converter builds per path, small (about 50 kB, compiled in < 1 s)."""
+
+
+def _ref_name(ref: str, defs: Mapping[str, Any]) -> str:
+    name = ref.rsplit("/", 1)[-1]
+    if not ref.startswith(("#/$defs/", "#/definitions/")) or name not in defs:
+        raise ValueError(f"unsupported $ref {ref!r} (only local #/$defs/ names)")
+    return name
+
+
+def _refs_in(node: Any) -> set[str]:
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):
+            stack.extend(n)
+        elif isinstance(n, Mapping):
+            if isinstance(n.get("$ref"), str):
+                out.add(n["$ref"].rsplit("/", 1)[-1])
+            stack.extend(v for k, v in n.items() if k != "$ref")
+    return out
+
+
+def inline_refs(schema: Any, *, max_depth: int = MAX_REF_DEPTH) -> Any:
+    """``schema`` with every local ``$ref`` replaced by its ``$defs`` entry.
+
+    Pydantic writes nested and recursive models this way; the GBNF converter takes
+    none. A *recursive* definition (one that can reach itself) is unrolled at most
+    ``max_depth`` times along any path: past that, an ``anyOf``/``oneOf`` alternative
+    that needs it is dropped, an optional property that needs it is left out, and an
+    array whose items need it must be empty. ``None`` means no finite value is left (a
+    required part needs the cut). ``discriminator`` hints (OpenAPI) are dropped. The
+    result admits a subset of what ``schema`` admits: every value nested at most
+    ``max_depth`` recursive definitions deep.
+
+    Raises:
+        ValueError: a ``$ref`` that is not a local definition.
+    """
+    if not isinstance(schema, Mapping):
+        return schema
+    defs = dict(schema.get("$defs") or schema.get("definitions") or {})
+    graph = {k: _refs_in(v) for k, v in defs.items()}
+    recursive = set()
+    for name in defs:
+        seen: set[str] = set()
+        stack = list(graph[name])
+        while stack:
+            x = stack.pop()
+            if x not in seen and x in graph:
+                seen.add(x)
+                stack.extend(graph[x])
+        if name in seen:
+            recursive.add(name)
+
+    def walk(node: Any, budget: int) -> Any:
+        if isinstance(node, list):
+            return [walk(x, budget) for x in node]
+        if not isinstance(node, Mapping):
+            return node
+        if "$ref" in node:
+            name = _ref_name(str(node["$ref"]), defs)
+            if name in recursive:
+                if budget == 0:
+                    return None
+                budget -= 1
+            target = walk(defs[name], budget)
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            if target is None or not rest:
+                return target
+            merged = walk(rest, budget)
+            return None if merged is None else {**target, **merged}
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in ("$defs", "definitions", "discriminator"):
+                continue
+            if key in ("anyOf", "oneOf") and isinstance(value, list):
+                alts = [a for a in (walk(v, budget) for v in value) if a is not None]
+                if not alts:
+                    return None
+                out[key] = alts
+            elif key == "properties" and isinstance(value, Mapping):
+                props = {}
+                for name, sub in value.items():
+                    flat = walk(sub, budget)
+                    if flat is None:
+                        if name in node.get("required", ()):
+                            return None
+                        continue
+                    props[name] = flat
+                out[key] = props
+            elif key in ("items", "additionalProperties") and isinstance(value, Mapping):
+                flat = walk(value, budget)
+                if flat is not None:
+                    out[key] = flat
+                elif key == "additionalProperties":
+                    out[key] = False
+                elif node.get("minItems", 0):
+                    return None
+                else:
+                    out[key] = {}
+                    out["maxItems"] = 0
+            elif key in ("enum", "const", "required"):
+                out[key] = value
+            elif not (key == "maxItems" and out.get("maxItems") == 0):
+                out[key] = walk(value, budget)
+        return out
+
+    return walk(schema, max_depth)
+
+
 _DROPPED = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-            "format", "pattern")
+            "format", "pattern", "minProperties", "maxProperties", "propertyNames")
 _MAX_INT_ENUM = 100
 
 
@@ -215,6 +353,10 @@ def _grammar_schema(schema: Any) -> Any:
            for k, v in schema.items() if k not in _DROPPED}
     if "properties" in schema and isinstance(schema["properties"], Mapping):
         out["properties"] = {k: _grammar_schema(v) for k, v in schema["properties"].items()}
+    if isinstance(schema.get("additionalProperties"), Mapping) and not schema.get("properties"):
+        # a map with free keys: the converter has no rule for typed values, so the grammar
+        # admits any JSON object there (the caller's validation checks the values)
+        out["additionalProperties"] = True
     lo, hi = schema.get("minimum"), schema.get("maximum")
     if (schema.get("type") == "integer" and "enum" not in schema
             and isinstance(lo, int) and isinstance(hi, int) and 0 <= hi - lo <= _MAX_INT_ENUM):
