@@ -104,11 +104,17 @@ def test_rule_copilot_failure_reflection_names_rejected_actions() -> None:
         ("grab apple", "Nothing happens."),
         ("take apple 1 from countertop 1", "You pick up the apple 1 from the countertop 1."),
     ))
-    [entry] = RuleCopilot("failure").abstract(ep, preprocess(ep), 0.5)
+    entry, *others = RuleCopilot("failure").abstract(ep, preprocess(ep), 0.5)
     assert entry.knowledge.structured_storage.type == "key_value"
     text = render_entry(entry)
     assert "actions with no effect: grab apple" in text
     assert "failed after 3 steps" in text
+    # the other compositions of the same reflection (Eq. 1): the useful steps as a chain
+    kinds = [e.knowledge.structured_storage.type for e in others]
+    assert kinds[0] == "chain" and "natural_language" in kinds
+    chain = render_entry(others[0])
+    assert "take apple from countertop" in chain and "grab apple" not in chain
+    assert len(RuleCopilot("failure").abstract(ep, preprocess(ep), 0.5, 1)) == 1
 
 
 def test_babyai_fixture_gives_structured_candidates() -> None:

@@ -217,12 +217,27 @@ class RuleCopilot:
                 + ("Avoid the commands that had no effect; use the admissible forms. "
                    if rejected else "")
                 + "Check that every sub-goal of the task was reached before finishing.")
-        return [KnowledgeEntry.model_validate({
-            "name": f"Reflection on a failed attempt: {title}"[:200],
-            "description": text[:1200],
-            "knowledge": {"name": f"What went wrong in {title}"[:200],
-                          "source": _source(episode),
-                          "structured_storage": {"type": "key_value", "data": data}}})]
+        def entry(kind: str, body: dict[str, Any]) -> KnowledgeEntry:
+            return KnowledgeEntry.model_validate({
+                "name": f"Reflection on a failed attempt ({kind}): {title}"[:200]
+                if kind != "key_value" else f"Reflection on a failed attempt: {title}"[:200],
+                "description": text[:1200],
+                "knowledge": {"name": f"What went wrong in {title}"[:200],
+                              "source": _source(episode), "structured_storage": body}})
+
+        # the same reflection in the four compositions (Eq. 1): the fact sheet first (what
+        # MCMA stores with n=1), then the useful steps that did work as a chain (a task model
+        # can redo them and go on from there), the sub-goal tree, and plain text
+        out = [entry("key_value", {"type": "key_value", "data": data})]
+        if kept:
+            out.append(entry("chain", {"type": "chain", "nodes": _chain_nodes(
+                [s.action for s in kept], word)}))
+        if tree.children:
+            out.append(entry("tree", {"type": "tree", "root": _tree_node(
+                tree.model_copy(update={"name": f"progress on {title}"[:200]}), word)}))
+        out.append(entry("natural_language", {"type": "natural_language", "text": (
+            text + f" Sub-goals reached: {'; '.join(word(x) for x in done[:8])}.")[:1200]}))
+        return out
 
 
 # -- LLM copilot ----------------------------------------------------------------------------
