@@ -44,6 +44,24 @@ def test_levels_and_structure_census() -> None:
     assert census["all_nested"]["chain"] >= 4  # the trees nest chains in their leaves
 
 
+
+@pytest.mark.parametrize(("level", "expected"), [("h1", 1), ("h2", 2)])
+def test_forced_level_overrides_eq9(level: str, expected: int) -> None:
+    """Table 5's ablation: one level for every task, near or far."""
+    mem = _filled(level=level)
+    scene = make_episode().task.scene
+    for goal in ("put a clean pear in fridge", "slice a tomato", "put a clean apple in fridge"):
+        r = mem.recall(Task("q", goal, scene=scene, domain="alfworld"))
+        assert r.details["level"] == expected, goal
+        assert {i.source for i in r.items} == {f"h{expected}"}
+
+
+def test_forced_h2_falls_back_to_h1_without_scripts() -> None:
+    mem = MCMA.open(embedder=HashingEmbedder(), mode="deterministic", level="h2")
+    mem.learn(make_episode("put a clean apple in fridge", episode_id="e0"))
+    r = mem.recall(Task("q", "slice a tomato", domain="alfworld"))
+    assert r.details["level"] == 1 and {i.source for i in r.items} == {"h1"}
+
 def test_eq9_level_follows_similarity() -> None:
     mem = _filled()
     scene = make_episode().task.scene

@@ -87,10 +87,11 @@ def test_sft_dpo_run_is_complete_resumable_and_seeded(tmp_path, tiny_base) -> No
     from deltamem.memories.mcma.memory import MCMA
     from deltamem.testing import make_episode
 
-    llm = load_copilot(tmp_path / "a", "success", threads=1)
+    # a tiny random model has no GGUF counterpart: it runs on the transformers backend
+    llm = load_copilot(tmp_path / "a", "success", threads=1, backend="transformers")
     assert llm.name.endswith("a/success")
     mem = MCMA.open(embedder=HashingEmbedder(), mode="llm", llm=llm, max_tokens=64,
-                    copilot_model=str(tmp_path / "a"))
+                    copilot_model=str(tmp_path / "a"), copilot_backend="transformers")
     kinds = [c.kind for c in mem.learn(make_episode(episode_id="x"))]
     assert kinds == ["written", "rejected"]
     assert mem.stats()["levels"]["h1"] == 0 and mem.stats()["rejections"] == 1

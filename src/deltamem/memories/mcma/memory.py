@@ -75,7 +75,15 @@ class MCMAConfig(BaselineConfig):
         use_failures: learn failure reflections (the reflection copilot).
         splitter: ``rule`` or ``llm`` preprocessing splitter.
         copilot_model: run directory of a trained copilot (``llm`` mode), or None.
+        copilot_backend: how a trained copilot runs: ``gguf`` (exported once to a GGUF
+            file beside its adapter and run by the local llama.cpp backend, with the
+            answer schema enforced by grammar) or ``transformers`` (free generation,
+            every answer validated afterwards).
         max_tokens: completion cap of the copilot calls.
+        level: ``auto`` chooses the level by Eq. 9; ``h1`` / ``h2`` always recall that
+            level (the paper's Table 5 transfer ablation: "Abstract Level 1 / 2"
+            knowledge applied to another domain). H0 is never forced: a raw trajectory
+            is only shown for a near-identical task.
     """
 
     alpha: float = Field(default=0.5, ge=0.0, le=1.0)
@@ -92,7 +100,9 @@ class MCMAConfig(BaselineConfig):
     use_failures: bool = True
     splitter: Literal["rule", "llm"] = "rule"
     copilot_model: str | None = None
+    copilot_backend: Literal["gguf", "transformers"] = "gguf"
     max_tokens: int = Field(default=900, ge=64)
+    level: Literal["auto", "h1", "h2"] = "auto"
 
 
 def _trajectory_text(goal: str, actions: Sequence[str], success: bool) -> str:
@@ -130,7 +140,8 @@ class MCMA(FlatMemory):
                 if self.config.copilot_model:
                     from deltamem.memories.mcma.hf import load_copilot
 
-                    llm = load_copilot(self.config.copilot_model, role)
+                    llm = load_copilot(self.config.copilot_model, role,
+                                       backend=self.config.copilot_backend)
                 else:
                     llm = self._need_llm()
                 # a trained copilot gets the compact prompt it was trained on
@@ -166,6 +177,9 @@ class MCMA(FlatMemory):
             # (BabyAI repeats missions across layouts)
             level = hz.choose_level(min(best, self.config.h0_band - 1e-9), self._bands,
                                     have_h2=bool(h2))
+        if self.config.level != "auto" and h1:
+            # forced level (Table 5); H2 falls back to H1 while no script exists yet
+            level = 2 if self.config.level == "h2" and h2 else 1
         if not h1:
             level = 0
         shown: list[RecallItem] = []
