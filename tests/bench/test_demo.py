@@ -133,3 +133,15 @@ def test_side_by_side_runs_print_a_line_per_episode_named_by_system(
     err = capfd.readouterr().err
     for memory in ("none", "deltamem"):
         assert sum(line.startswith(f"{memory}: frozen") for line in err.splitlines()) == 3, err
+
+
+def test_results_script_section_replaces_only_its_own_section() -> None:
+    mod = _results_script()
+    page = "# Results\n\nintro\n\n## keyroom, split `test`\n\nold table\n"
+    generated = "# Results\n\npreamble\n\n## household, split `unseen`\n\n| a |\n"
+    once = mod.splice(page, "MCMA runs", generated)
+    assert once.startswith(page.rstrip())  # the rest of the page is kept
+    assert "## MCMA runs" in once and "### household, split `unseen`" in once
+    again = mod.splice(once, "MCMA runs", generated.replace("| a |", "| b |"))
+    assert again.count("## MCMA runs") == 1 and "| b |" in again and "| a |" not in again
+    assert "old table" in again
