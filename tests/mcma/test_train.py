@@ -117,3 +117,21 @@ def test_transformers_backend_choices_and_copilot_loading(tmp_path, tiny_base) -
     assert free.completion_tokens <= 4 and llm.usage.by_purpose["abstract"].calls == 1
     with pytest.raises(ConfigError, match="no trained failure copilot"):
         load_copilot(tmp_path, "failure")
+
+
+def test_held_out_pairs_longer_than_max_length_are_a_config_error(tmp_path, tiny_base) -> None:
+    """TRL drops pairs whose prompt fills ``max_length``; an empty held-out set must stop
+    the run with a reason, not end in a missing loss."""
+    from deltamem.errors import ConfigError
+    from deltamem.memories.mcma.train import TrainConfig, train_copilot
+    from deltamem.memories.mcma.utility import PairDataset
+
+    ds = PairDataset(tmp_path / "pairs.jsonl")
+    long = "go to the shelf and look around. " * 80
+    for k in range(8):
+        ds.add(f"t{k}", [{"role": "success", "prompt": f"Task {k}: {long}",
+                          "chosen": '{"knowledge": []}', "rejected": "no json",
+                          "gap": 1.0, "s_chosen": 1.0, "s_rejected": 0.0}], {"role": "success"})
+    cfg = TrainConfig(sft_steps=1, dpo_steps=1, max_length=32, heldout_frac=0.5, batch_size=1)
+    with pytest.raises(ConfigError, match="success pair fits max_length=32 tokens"):
+        train_copilot(tmp_path, "success", cfg, base=tiny_base, log=lambda *_: None)

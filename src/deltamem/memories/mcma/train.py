@@ -148,6 +148,16 @@ def train_copilot(run_dir: str | Path, role: str, cfg: TrainConfig = TrainConfig
                   save_strategy="steps", save_steps=cfg.eval_every, save_total_limit=2,
                   dataloader_num_workers=0, disable_tqdm=True)
     timings: dict[str, float] = {}
+    # TRL drops a pair whose prompt alone fills max_length: an empty set must stop here,
+    # with the reason, not deep inside the trainer
+    for what, part in (("training", train_rows), ("held-out", held_rows)):
+        fit = sum(1 for c in _conv(part, sft=False) if len(tok(tok.apply_chat_template(
+            c["prompt"], add_generation_prompt=True, tokenize=False),
+            add_special_tokens=False)["input_ids"]) < cfg.max_length)
+        if fit == 0:
+            raise ConfigError(f"no {what} {role} pair fits max_length={cfg.max_length} "
+                              f"tokens (of {len(part)}); raise max_length or collect "
+                              "shorter trajectories")
 
     # -- SFT ------------------------------------------------------------------------------
     sft_dir = out / "sft"
@@ -185,7 +195,7 @@ def train_copilot(run_dir: str | Path, role: str, cfg: TrainConfig = TrainConfig
                        eval_strategy="steps", eval_steps=cfg.eval_every, **common))
     resume = _last_checkpoint(dpo_dir)
     before_path = out / "heldout_before.json"
-    if before_path.exists():
+    if before_path.exists() and "eval_loss" in json.loads(before_path.read_text()):
         before = json.loads(before_path.read_text())
     elif cfg.eval_before:
         before = dpo.evaluate()
