@@ -219,8 +219,8 @@ class RuleCopilot:
                 + "Check that every sub-goal of the task was reached before finishing.")
         def entry(kind: str, body: dict[str, Any]) -> KnowledgeEntry:
             return KnowledgeEntry.model_validate({
-                "name": f"Reflection on a failed attempt ({kind}): {title}"[:200]
-                if kind != "key_value" else f"Reflection on a failed attempt: {title}"[:200],
+                "name": (f"Reflection on a failed attempt"
+                         f"{'' if kind == 'key_value' else f' ({kind})'}: {title}")[:200],
                 "description": text[:1200],
                 "knowledge": {"name": f"What went wrong in {title}"[:200],
                               "source": _source(episode), "structured_storage": body}})

@@ -191,30 +191,24 @@ def _newest_mtime(paths: Sequence[Path]) -> int:
     return newest
 
 
-#: Hugging Face Llama parameter → GGUF tensor (llama.cpp's names)
-_HF_TO_GGUF = (
-    (re.compile(r"model\.embed_tokens\.weight"), "token_embd.weight"),
-    (re.compile(r"model\.norm\.weight"), "output_norm.weight"),
-    (re.compile(r"lm_head\.weight"), "output.weight"),
-    (re.compile(r"model\.layers\.(\d+)\.self_attn\.q_proj\.weight"), "blk.{}.attn_q.weight"),
-    (re.compile(r"model\.layers\.(\d+)\.self_attn\.k_proj\.weight"), "blk.{}.attn_k.weight"),
-    (re.compile(r"model\.layers\.(\d+)\.self_attn\.v_proj\.weight"), "blk.{}.attn_v.weight"),
-    (re.compile(r"model\.layers\.(\d+)\.self_attn\.o_proj\.weight"),
-     "blk.{}.attn_output.weight"),
-    (re.compile(r"model\.layers\.(\d+)\.mlp\.gate_proj\.weight"), "blk.{}.ffn_gate.weight"),
-    (re.compile(r"model\.layers\.(\d+)\.mlp\.up_proj\.weight"), "blk.{}.ffn_up.weight"),
-    (re.compile(r"model\.layers\.(\d+)\.mlp\.down_proj\.weight"), "blk.{}.ffn_down.weight"),
-    (re.compile(r"model\.layers\.(\d+)\.input_layernorm\.weight"), "blk.{}.attn_norm.weight"),
-    (re.compile(r"model\.layers\.(\d+)\.post_attention_layernorm\.weight"),
-     "blk.{}.ffn_norm.weight"),
-)
+#: Hugging Face Llama parameter → GGUF tensor (llama.cpp's names): whole-model tensors, and
+#: the per-layer ones under ``model.layers.N.`` → ``blk.N.``
+_GGUF_TOP = {"model.embed_tokens.weight": "token_embd.weight",
+             "model.norm.weight": "output_norm.weight", "lm_head.weight": "output.weight"}
+_GGUF_LAYER = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+               "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+               "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+               "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm",
+               "post_attention_layernorm": "ffn_norm"}
+_LAYER = re.compile(r"model\.layers\.(\d+)\.(.+)\.weight")
 
 
 def _gguf_name(hf_name: str) -> str | None:
-    for pattern, name in _HF_TO_GGUF:
-        m = pattern.fullmatch(hf_name)
-        if m:
-            return name.format(*m.groups())
+    if hf_name in _GGUF_TOP:
+        return _GGUF_TOP[hf_name]
+    m = _LAYER.fullmatch(hf_name)
+    if m and m.group(2) in _GGUF_LAYER:
+        return f"blk.{m.group(1)}.{_GGUF_LAYER[m.group(2)]}.weight"
     return None
 
 
