@@ -63,6 +63,19 @@ def test_json_schema_grammar_compiles_and_rejects_refs() -> None:
         llama_sync.json_schema_grammar({"$ref": "#/definitions/x"})
 
 
+def test_json_schema_grammar_keeps_the_schema_property_order() -> None:
+    """The grammar fixes the order of required keys; it must be the schema's own (a model
+    trained on answers in that order), not the alphabetical order of a cache key."""
+    pytest.importorskip("llama_cpp_py_sync")
+    def schema(props: list[str]) -> dict:
+        return {"type": "object", "properties": {k: {"type": "string"} for k in props},
+                "required": props}
+
+    zyx = llama_sync.json_schema_grammar(schema(["zeta", "alpha"]))
+    axz = llama_sync.json_schema_grammar(schema(["alpha", "zeta"]))
+    assert zyx.index('zeta') < zyx.index('alpha')
+    assert axz.index('alpha') < axz.index('zeta')
+
 
 def _recursive_schema() -> dict:
     """A pydantic-style schema: a node holds a list of nodes or a leaf, through ``$defs``."""

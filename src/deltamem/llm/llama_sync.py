@@ -198,7 +198,10 @@ def json_schema_grammar(schema: Mapping[str, Any]) -> str:
             ``$ref``, ...).
     """
     try:
-        key = json.dumps(schema, sort_keys=True)
+        # not sort_keys: the converter writes properties in the schema's order, and a
+        # grammar in alphabetical order made a trained copilot write keys in an order it
+        # never saw (its answers ran to the token cap)
+        key = json.dumps(schema)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"cannot compile a grammar for this schema: {e}") from e
     return _compiled_grammar(key)
