@@ -91,6 +91,15 @@ def _conv(rows: Sequence[dict[str, Any]], sft: bool) -> list[dict[str, Any]]:
     return out
 
 
+def _lengths(tok: Any, conv: dict[str, Any]) -> tuple[int, int]:
+    """Tokens of a pair's chat prompt and of its longer answer."""
+    prompt = tok.apply_chat_template(conv["prompt"], add_generation_prompt=True,
+                                     tokenize=False)
+    answer = max(len(tok(m["content"], add_special_tokens=False)["input_ids"])
+                 for m in (conv["chosen"][0], conv["rejected"][0]))
+    return len(tok(prompt, add_special_tokens=False)["input_ids"]), answer + 1
+
+
 def _last_checkpoint(d: Path) -> str | None:
     cks = sorted(d.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
     return str(cks[-1]) if cks else None
@@ -150,14 +159,21 @@ def train_copilot(run_dir: str | Path, role: str, cfg: TrainConfig = TrainConfig
     timings: dict[str, float] = {}
     # TRL drops a pair whose prompt alone fills max_length: an empty set must stop here,
     # with the reason, not deep inside the trainer
+    # and a pair whose answer is cut at max_length teaches the copilot an answer that never
+    # ends (its JSON is never closed), so those are counted and reported
+    cut: dict[str, int] = {}
     for what, part in (("training", train_rows), ("held-out", held_rows)):
-        fit = sum(1 for c in _conv(part, sft=False) if len(tok(tok.apply_chat_template(
-            c["prompt"], add_generation_prompt=True, tokenize=False),
-            add_special_tokens=False)["input_ids"]) < cfg.max_length)
-        if fit == 0:
+        lengths = [_lengths(tok, c) for c in _conv(part, sft=False)]
+        if not any(p < cfg.max_length for p, _ in lengths):
             raise ConfigError(f"no {what} {role} pair fits max_length={cfg.max_length} "
                               f"tokens (of {len(part)}); raise max_length or collect "
                               "shorter trajectories")
+        cut[what] = sum(1 for p, a in lengths if p + a > cfg.max_length)
+        if cut[what]:
+            longest = max(p + a for p, a in lengths)
+            log(f"[{role}] warning: {cut[what]} of {len(part)} {what} pairs are cut at "
+                f"max_length={cfg.max_length} (longest {longest} tokens); the copilot "
+                "does not learn how those answers end")
 
     # -- SFT ------------------------------------------------------------------------------
     sft_dir = out / "sft"
@@ -213,7 +229,8 @@ def train_copilot(run_dir: str | Path, role: str, cfg: TrainConfig = TrainConfig
     timings["dpo_s"] = round(time.time() - t0, 1)
     metrics = {
         "role": role, "config": asdict(cfg), "base_model": str(base_dir),
-        "pairs": {"train": len(train_rows), "heldout": len(held_rows)},
+        "pairs": {"train": len(train_rows), "heldout": len(held_rows),
+                  "cut_at_max_length": cut},
         "heldout_before": before, "heldout_after": after, "timings": timings,
     }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
