@@ -123,6 +123,9 @@ def test_hierarchy_functions() -> None:
     assert len(hz.fuse(x, labels, fuse_cos=1.01)) == 12  # nothing is
     assert len(hz.abstraction_groups(x, fused, distance=2.0)) == 1
     assert len(hz.abstraction_groups(x, fused, distance=0.3)) == 3
+    with pytest.raises(ConfigError):
+        hz.distance_quantile(x, 1.0)
+    assert hz.distance_quantile(x[:1], 0.5) == 1.0
     assert hz.char_similarity("put a clean apple", "put a clean apple") == 1.0
     assert hz.top_n("clean apple", ["hot mug", "clean apples", "x"], 2)[0][0] == 1
     assert hz.choose_level(0.99, hz.ReuseBands()) == 0
@@ -131,3 +134,56 @@ def test_hierarchy_functions() -> None:
     assert hz.choose_level(0.1, hz.ReuseBands(), have_h2=False) == 1
     with pytest.raises(ConfigError):
         hz.ReuseBands(h0=0.5, h1=0.8)
+
+
+def test_relative_cut_holds_when_the_cosine_scale_shrinks() -> None:
+    """A shared offset (an anisotropic embedder) squeezes every cosine distance towards 0:
+    a fixed cut then merges all three groups, a quantile of the bank's own distances still
+    separates them."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(3, 16))
+    x = np.concatenate([c + 0.05 * rng.normal(size=(4, 16)) for c in centres])
+    squeezed = x + 6.0
+    groups = [0] * 4 + [1] * 4 + [2] * 4
+    assert hz.cluster(x, distance=0.5) == groups
+    assert hz.cluster(squeezed, distance=0.5) == [0] * 12
+    for v in (x, squeezed):
+        assert hz.cluster(v, distance=hz.distance_quantile(v, 0.25)) == groups
+    assert hz.distance_quantile(squeezed, 0.25) < hz.distance_quantile(x, 0.25)
+
+
+def test_h2_cuts_default_to_quantiles_and_fixed_cuts_still_apply() -> None:
+    relative = _filled()
+    h1 = relative.store.items(kind="h1")
+    built = relative.build_h2(h1)
+    vecs = np.stack([i.embedding for i in h1 if i.key == "success"])
+    assert built["cuts"]["success"]["cluster"] == pytest.approx(
+        hz.distance_quantile(vecs, 0.1), rel=1e-3)
+    fixed = _filled(cluster_distance=0.3, abstract_distance=0.6)
+    assert fixed.build_h2(h1)["cuts"]["success"] == {"cluster": 0.3, "abstract": 0.6}
+
+
+@pytest.mark.parametrize("options", [{"cluster_quantile": 0.5, "abstract_quantile": 0.2},
+                                     {"cluster_distance": 0.6, "abstract_distance": 0.3}])
+def test_finer_abstraction_cut_is_refused(options) -> None:
+    with pytest.raises(ConfigError, match="must be at least"):
+        make_memory("mcma", embedder=HashingEmbedder(), options=options)
+
+
+def test_rebuild_h2_applies_new_cuts_to_a_reopened_bank(tmp_path) -> None:
+    bank = tmp_path / "b.db"
+    mem = MCMA.open(bank, embedder=HashingEmbedder(), mode="deterministic", rebuild_every=100,
+                    cluster_distance=2.0, abstract_distance=2.0)
+    for i, g in enumerate(GOALS):
+        mem.learn(make_episode(g, episode_id=f"e{i}", success=True))
+    assert not mem.store.items(kind="h2set")  # fewer entries than rebuild_every
+    changes = mem.rebuild_h2()
+    (h2,) = mem.store.items(kind="h2set")
+    assert len(h2.payload["entries"]) == 1  # one cut that joins everything
+    assert changes.of("consolidated")
+    fine = MCMA.open(bank, embedder=HashingEmbedder(), cluster_distance=1e-6,
+                     abstract_distance=1e-6)
+    fine.rebuild_h2()
+    (h2,) = fine.store.items(kind="h2set")
+    assert len(h2.payload["entries"]) == len(GOALS)  # a cut that joins nothing
+    assert h2.payload["cuts"]["success"] == {"cluster": 1e-6, "abstract": 1e-6}

@@ -8,7 +8,11 @@ the copilot, H2 abstract scripts. H2 is built from H1 as A.7 describes:
    (``networkx``);
 3. :func:`cluster`: hierarchical (agglomerative, average linkage, cosine distance)
    clustering constrained to that graph's edges (scikit-learn's ``connectivity``), cut
-   at ``distance``;
+   at ``distance``. The paper gives no cut; a fixed cosine cut means something else for
+   every embedder and even for every copilot (the bundled MiniLM puts rule-copilot entries
+   of different task types at median distance 0.55, LLM-copilot entries at 0.75), so the
+   caller may instead cut at a quantile of the bank's own pairwise distances
+   (:func:`distance_quantile`), which no change of scale moves;
 4. :func:`fuse`: intra-cluster fusion: members of a cluster whose cosine is at least
    ``fuse_cos`` are one redundant group; the member nearest the group's centroid stands
    for it and inherits every member's sources;
@@ -42,6 +46,7 @@ __all__ = [
     "char_similarity",
     "choose_level",
     "cluster",
+    "distance_quantile",
     "fuse",
     "knn_graph",
     "top_n",
@@ -77,6 +82,20 @@ def knn_graph(vecs: np.ndarray, k: int = DEFAULT_K) -> nx.Graph:
         for j in np.argsort(-sims[i], kind="stable")[:kk]:
             g.add_edge(i, int(j), weight=float(sims[i, j]))
     return g
+
+
+def distance_quantile(vecs: np.ndarray, q: float) -> float:
+    """The ``q``-quantile of the pairwise cosine distances between rows of ``vecs``, as a
+    cut for :func:`cluster` (at least 1e-6, so identical rows still give a valid cut;
+    1.0 with fewer than two rows)."""
+    if not 0.0 < q < 1.0:
+        raise ConfigError(f"quantile must be in (0, 1), got {q}")
+    u = _unit(vecs)
+    if len(u) < 2:
+        return 1.0
+    d = 1.0 - u @ u.T
+    pairs = d[np.triu_indices(len(u), 1)]
+    return float(min(2.0, max(1e-6, np.quantile(pairs, q))))
 
 
 def cluster(vecs: np.ndarray, graph: nx.Graph | None = None, *, distance: float = 0.5

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from deltamem.errors import ConfigError, ExtractionError
 from deltamem.llm.base import LLMClient
@@ -51,7 +51,7 @@ from deltamem.memories.mcma.structures import (
     render_entry,
 )
 from deltamem.store.items import Item
-from deltamem.types import Change, Episode, Recall, RecallItem, Task
+from deltamem.types import Change, Changes, Episode, Recall, RecallItem, Task
 
 __all__ = ["MCMA", "MCMAConfig", "make"]
 
@@ -70,7 +70,11 @@ class MCMAConfig(BaselineConfig):
         h2_shown: abstract scripts shown when H2 is chosen.
         k: neighbours of the k-NN graph (A.7).
         cluster_distance, fuse_cos, abstract_distance: the clustering cut, the fusion
-            cosine and the coarser inter-cluster cut (:mod:`.hierarchy`).
+            cosine and the coarser inter-cluster cut (:mod:`.hierarchy`). A cut left
+            ``None`` (the default) is relative: the ``cluster_quantile`` /
+            ``abstract_quantile`` of the pairwise cosine distances of the entries being
+            clustered, so it holds for any embedder's scale
+            (``benchmarks/mcma_hierarchy.py`` measures the cuts on a bank).
         rebuild_every: new H1 entries between two H2 rebuilds.
         use_failures: learn failure reflections (the reflection copilot).
         splitter: ``rule`` or ``llm`` preprocessing splitter.
@@ -79,6 +83,10 @@ class MCMAConfig(BaselineConfig):
             file beside its adapter and run by the local llama.cpp backend, with the
             answer schema enforced by grammar) or ``transformers`` (free generation,
             every answer validated afterwards).
+        copilot_threads: CPU threads of a trained copilot (default: the backend's,
+            ``DELTAMEM_LLM_THREADS`` or every core). Give 1 when other jobs share the
+            cores: llama.cpp's threads wait on each other by spinning, and one answer
+            took over 10 min at 2 threads beside another busy process.
         max_tokens: completion cap of the copilot calls.
         level: ``auto`` chooses the level by Eq. 9; ``h1`` / ``h2`` always recall that
             level (the paper's Table 5 transfer ablation: "Abstract Level 1 / 2"
@@ -93,16 +101,31 @@ class MCMAConfig(BaselineConfig):
     h1_band: float = Field(default=0.6, ge=0.0, le=1.0)
     h2_shown: int = Field(default=2, ge=1, le=10)
     k: int = Field(default=hz.DEFAULT_K, ge=1, le=100)
-    cluster_distance: float = Field(default=0.5, gt=0.0, le=2.0)
+    cluster_distance: float | None = Field(default=None, gt=0.0, le=2.0)
     fuse_cos: float = Field(default=0.9, ge=-1.0, le=1.0)
-    abstract_distance: float = Field(default=0.8, gt=0.0, le=2.0)
+    abstract_distance: float | None = Field(default=None, gt=0.0, le=2.0)
+    cluster_quantile: float = Field(default=0.1, gt=0.0, lt=1.0)
+    abstract_quantile: float = Field(default=0.2, gt=0.0, lt=1.0)
     rebuild_every: int = Field(default=5, ge=1)
     use_failures: bool = True
     splitter: Literal["rule", "llm"] = "rule"
     copilot_model: str | None = None
     copilot_backend: Literal["gguf", "transformers"] = "gguf"
+    copilot_threads: int | None = Field(default=None, ge=1)
     max_tokens: int = Field(default=900, ge=64)
     level: Literal["auto", "h1", "h2"] = "auto"
+
+    @model_validator(mode="after")
+    def _check_cuts(self) -> Self:
+        if self.abstract_quantile < self.cluster_quantile:
+            raise ValueError(f"abstract_quantile ({self.abstract_quantile}) must be at least "
+                             f"cluster_quantile ({self.cluster_quantile}): the inter-cluster "
+                             "cut is the coarser one")
+        if (self.cluster_distance is not None and self.abstract_distance is not None
+                and self.abstract_distance < self.cluster_distance):
+            raise ValueError(f"abstract_distance ({self.abstract_distance}) must be at least "
+                             f"cluster_distance ({self.cluster_distance})")
+        return self
 
 
 def _trajectory_text(goal: str, actions: Sequence[str], success: bool) -> str:
@@ -141,6 +164,7 @@ class MCMA(FlatMemory):
                     from deltamem.memories.mcma.hf import load_copilot
 
                     llm = load_copilot(self.config.copilot_model, role,
+                                       threads=self.config.copilot_threads,
                                        backend=self.config.copilot_backend)
                 else:
                     llm = self._need_llm()
@@ -282,16 +306,43 @@ class MCMA(FlatMemory):
             for it in items:
                 self.store.insert(it)
             if h2_payload is not None:
-                text = "\n\n".join(e["text"] for e in h2_payload["entries"])
-                if h2_item is None:
-                    self.store.insert(Item(system=self.name, kind=H2, key="current", text=text,
-                                           payload=h2_payload, episode_id=episode.id))
-                else:
-                    self.store.update(h2_item.id, text=text, payload=h2_payload,
-                                      embedding=None, episode_id=episode.id)
+                self._write_h2(h2_item, h2_payload, episode.id)
 
         plan.writes.append(write)
         return plan
+
+    def _write_h2(self, current: Item | None, payload: dict[str, Any], episode_id: str
+                  ) -> None:
+        text = "\n\n".join(e["text"] for e in payload["entries"])
+        if current is None:
+            self.store.insert(Item(system=self.name, kind=H2, key="current", text=text,
+                                   payload=payload, episode_id=episode_id))
+        else:
+            self.store.update(current.id, text=text, payload=payload, embedding=None,
+                              episode_id=episode_id)
+
+    def rebuild_h2(self) -> Changes:
+        """Rebuild the H2 scripts now from every H1 entry, with the current cuts.
+
+        ``learn`` rebuilds them only every ``rebuild_every`` new entries; call this after
+        reopening a bank with other cuts (``cluster_quantile``, ``abstract_distance``, ...)
+        or another copilot. Rejected LLM abstractions are logged as in ``learn``.
+        """
+        self._need_embedder()
+        h1 = [i for i in self._items() if i.kind == H1]
+        current = next((i for i in self._items() if i.kind == H2), None)
+        plan = Plan()
+        payload = self.build_h2(h1, plan) if h1 else None
+        with self.store.transaction():
+            for rej in plan.rejections:
+                self.store.add_rejection(episode_id="", role=rej["role"],
+                                         reason=rej["reason"], raw=rej["raw"])
+            if payload is not None:
+                self._write_h2(current, payload, current.episode_id if current else "")
+        self._writes += 1
+        n = len(payload["entries"]) if payload else 0
+        return Changes((*plan.changes, Change("consolidated", "h2", f"{n} abstract scripts "
+                                                     f"from {len(h1)} entries")))
 
     # -- H2 ------------------------------------------------------------------------------
     def build_h2(self, h1: Sequence[Item], plan: Plan | None = None) -> dict[str, Any]:
@@ -299,16 +350,20 @@ class MCMA(FlatMemory):
         emb = self._need_embedder()
         cfg = self.config
         out: list[dict[str, Any]] = []
+        cuts: dict[str, dict[str, float]] = {}
         for role in ("success", "failure"):
             members = [i for i in h1 if i.key == role and i.embedding is not None]
             if not members:
                 continue
             vecs = np.stack([i.embedding for i in members])  # type: ignore[misc]
             graph = hz.knn_graph(vecs, cfg.k)
-            labels = hz.cluster(vecs, graph, distance=cfg.cluster_distance)
+            cut = cfg.cluster_distance or hz.distance_quantile(vecs, cfg.cluster_quantile)
+            coarse = cfg.abstract_distance or hz.distance_quantile(vecs,
+                                                                   cfg.abstract_quantile)
+            cuts[role] = {"cluster": float(f"{cut:.4g}"), "abstract": float(f"{coarse:.4g}")}
+            labels = hz.cluster(vecs, graph, distance=cut)
             fused = hz.fuse(vecs, labels, fuse_cos=cfg.fuse_cos)
-            for group in hz.abstraction_groups(vecs, fused, distance=cfg.abstract_distance,
-                                               k=cfg.k):
+            for group in hz.abstraction_groups(vecs, fused, distance=coarse, k=cfg.k):
                 rows = [r for f in group for r in f.members]
                 rep = max(group, key=lambda f: (len(f.members), -f.representative))
                 entry = self._abstract_group([members[r] for r in rows],
@@ -323,7 +378,7 @@ class MCMA(FlatMemory):
                             "members": [members[r].id for r in rows],
                             "clusters": sorted({f.cluster for f in group}),
                             "embedding": [float(x) for x in vec]})
-        return {"schema": SCHEMA, "entries": out, "built_from": len(h1)}
+        return {"schema": SCHEMA, "entries": out, "built_from": len(h1), "cuts": cuts}
 
     def _abstract_group(self, members: Sequence[Item], rep: Item, role: Role,
                         plan: Plan | None) -> KnowledgeEntry:
