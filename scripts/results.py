@@ -57,6 +57,12 @@ def _bank_units(rec: dict[str, Any]) -> str:
     return str(sum(trees)) if trees else "-"
 
 
+_ON_COMMAND_LINE = frozenset({
+    "run_dir", "env", "split", "memory", "llm", "episodes", "seed", "embedder", "protocol",
+    "train_agent", "train_episodes", "constrained", "guide", "repeat_limit", "max_steps",
+    "memory_options", "env_options", "eval_modes", "init_bank", "frozen", "llm_options"})
+
+
 def command(cfg: RunConfig) -> str:
     """The ``deltamem run`` command line that reproduces ``cfg``."""
     d = RunConfig.model_fields
@@ -93,8 +99,14 @@ def command(cfg: RunConfig) -> str:
     if cfg.llm_options:
         opts = ", ".join(f"{k} = {json.dumps(v)}" for k, v in sorted(cfg.llm_options.items()))
         extra.append(f"llm_options = {{ {opts} }}")
-    if cfg.max_listed_actions != RunConfig.model_fields["max_listed_actions"].default:
-        extra.append(f"max_listed_actions = {cfg.max_listed_actions}")
+    # every other setting that differs from its default (history_chars, extractor, ...)
+    for name, field in d.items():
+        if name in _ON_COMMAND_LINE or field.is_required():
+            continue
+        value = getattr(cfg, name)
+        default = field.get_default(call_default_factory=True)
+        if value != default and value is not None:
+            extra.append(f"{name} = {json.dumps(value, default=str)}")
     text = " ".join(parts)
     return text + (f"   # in a TOML file: {'; '.join(extra)}" if extra else "")
 

@@ -145,3 +145,16 @@ def test_results_script_section_replaces_only_its_own_section() -> None:
     again = mod.splice(once, "MCMA runs", generated.replace("| a |", "| b |"))
     assert again.count("## MCMA runs") == 1 and "| b |" in again and "| a |" not in again
     assert "old table" in again
+
+
+def test_results_script_command_keeps_every_setting_that_differs_from_its_default() -> None:
+    from deltamem.bench.config import RunConfig
+
+    mod = _results_script()
+    cfg = RunConfig(env="babyai", split="test", memory="none", llm="local",
+                    run_dir="runs/x", history_chars=2500, max_listed_actions=7)
+    line = mod.command(cfg)
+    assert "history_chars = 2500" in line and "max_listed_actions = 7" in line
+    plain = mod.command(RunConfig(env="babyai", split="test", memory="none", llm="local",
+                                  run_dir="runs/x"))
+    assert "history_chars" not in plain and "in a TOML file" not in plain
