@@ -10,16 +10,19 @@ times exactly that call on each backend of :func:`deltamem.memories.mcma.hf.load
 
 The prompts are the real ones: the compact copilot prompt
 (:func:`~deltamem.memories.mcma.copilot.copilot_prompt`, ``compact=True``, α = 0.5) on
-the recorded household episodes of ``tests/mcma/fixtures/household.jsonl`` (cycled to
-``--n``), the system message of training, the schema ``answer_schema(1)``. An answer
-passes when it parses and validates against that schema and the nesting bound (one
-call, no repair; answers cut at ``--max-tokens`` are also counted apart). Each backend
+the recorded household episodes of ``tests/mcma/fixtures/household.jsonl`` (or
+``--episodes``; cycled to ``--n``), the system message of training, the schema
+``answer_schema(1)``. An answer passes when it parses and validates against that schema
+and the nesting bound (one call, no repair; answers cut at ``--max-tokens`` are also
+counted apart). Each backend
 runs in its own process, one after the other (peak RSS is that process's); the load
 average before and after each is printed with the figures, since a shared machine slows
 whichever backend it runs beside.
 
     python benchmarks/mcma_backends.py --run runs/mcma-copilot-h40 --role success --n 5
     python benchmarks/mcma_backends.py --n 3      # no trained run: a fake LoRA adapter
+    python benchmarks/mcma_backends.py --run runs/r19/copilot-hh --backends gguf \
+        --episodes tests/mcma/fixtures/babyai.jsonl    # transfer: household copilot, BabyAI
 
 Without ``--run`` the copilot is a stand-in (``random_adapter_run``: seeded random LoRA
 on q/k/v/o of the top 2 layers, ``--fake-std``), so its timings are a trained copilot's
@@ -60,13 +63,13 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _messages(role: str, n: int) -> list[list[dict[str, str]]]:
+def _messages(role: str, n: int, episodes: Path = FIXTURE) -> list[list[dict[str, str]]]:
     from deltamem.memories.mcma.copilot import copilot_prompt
     from deltamem.memories.mcma.preprocess import preprocess
     from deltamem.memories.mcma.train import SYSTEM
     from deltamem.types import Episode
 
-    eps = [Episode.from_dict(json.loads(x)) for x in FIXTURE.read_text().splitlines()]
+    eps = [Episode.from_dict(json.loads(x)) for x in episodes.read_text().splitlines() if x]
     same = [e for e in eps if e.success == (role == "success")] or eps
     out = []
     for i in range(n):
@@ -84,7 +87,7 @@ def worker(a: argparse.Namespace) -> dict[str, Any]:
     from deltamem.memories.mcma.hf import load_copilot
     from deltamem.memories.mcma.structures import answer_schema
 
-    msgs = _messages(a.role, a.n)
+    msgs = _messages(a.role, a.n, Path(a.episodes))
     schema = answer_schema(1)
     load_before = _load()
     t0 = time.perf_counter()
@@ -120,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument("--fake-std", type=float, default=0.05,
                    help="std of the fake adapter's B matrices (without --run)")
+    p.add_argument("--episodes", default=str(FIXTURE),
+                   help="recorded episodes (JSONL) the copilot abstracts; another domain's "
+                        "episodes measure copilot transfer (Eq. 10), e.g. "
+                        "tests/mcma/fixtures/babyai.jsonl")
     p.add_argument("--worker", choices=BACKENDS, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:
@@ -146,13 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for b in backends:
         cmd = [sys.executable, __file__, "--worker", b, "--run", a.run, "--role", a.role,
-               "--threads", str(a.threads), "--n", str(a.n), "--max-tokens", str(a.max_tokens)]
+               "--threads", str(a.threads), "--n", str(a.n), "--max-tokens", str(a.max_tokens),
+               "--episodes", a.episodes]
         r = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if r.returncode != 0:
             print(f"{b}: failed\n{r.stderr[-2000:]}", file=sys.stderr)
             return 1
         rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
-    print(f"\nMCMA copilot inference: {what}; {a.n} household prompts (compact, α 0.5), "
+    print(f"\nMCMA copilot inference: {what}; {a.n} prompts from {Path(a.episodes).name} "
+          "(compact, α 0.5), "
           f"max_tokens {a.max_tokens}, {a.threads} threads, {os.cpu_count()} cores\n")
     print("| backend | load (s) | s / answer (mean, max) | tokens / answer | tokens/s "
           "| schema-valid | cut at max_tokens | peak RSS (MB) | load avg before → after |")
