@@ -9,8 +9,8 @@ script measures them on a built bank instead of assuming the paper's setting car
   (quantiles): a cut separates types only where these two ranges do not overlap;
 * for each cut of a grid: the number of clusters, their purity (share of entries in their
   cluster's majority type) and the adjusted Rand index against the task types;
-* the H2 groups the bank's current cuts (or ``--cluster-distance``/``--abstract-distance``)
-  would build.
+* the H2 groups MCMA builds with the quantile cuts (``--cluster-quantile`` /
+  ``--abstract-quantile``, MCMA's defaults), with their purity and adjusted Rand index.
 
 The task type of an entry is read from its episode's ``task_id`` in the run's
 ``episodes.jsonl`` (``--type-regex``; the default takes the path segment before the game
@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from deltamem.memories.mcma import hierarchy as hz
+from deltamem.memories.mcma.memory import MCMAConfig
 from deltamem.store.items import ItemStore
 
 
@@ -69,19 +70,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--k", type=int, default=hz.DEFAULT_K)
     p.add_argument("--fuse-cos", type=float, default=0.9)
     p.add_argument("--cuts", default="0.05,0.1,0.15,0.2,0.25,0.3,0.4,0.5,0.6,0.8")
+    defaults = MCMAConfig()
+    p.add_argument("--cluster-quantile", type=float, default=defaults.cluster_quantile)
+    p.add_argument("--abstract-quantile", type=float, default=defaults.abstract_quantile)
     a = p.parse_args(argv)
     from sklearn.metrics import adjusted_rand_score
 
     vecs, types = load(a.run, a.bank, a.type_regex, a.role)
-    u = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
-    d = 1.0 - u @ u.T
+    dist = hz.pairwise_distances(vecs)
     iu = np.triu_indices(len(types), 1)
     same = np.array([types[i] == types[j] for i, j in zip(*iu, strict=True)])
     print(f"{len(types)} {a.role} H1 entries, {len(set(types))} task types: "
           + ", ".join(f"{t} {n}" for t, n in sorted(Counter(types).items())))
     q = [0.1, 0.5, 0.9]
     for name, sel in (("same type", same), ("different types", ~same)):
-        vals = d[iu][sel]
+        vals = dist[sel]
         if len(vals):
             qs = ", ".join(f"q{int(x * 100)} {v:.3f}" for x, v in zip(q, np.quantile(vals, q),
                                                                     strict=True))
@@ -95,6 +98,18 @@ def main(argv: list[str] | None = None) -> int:
         groups = hz.abstraction_groups(vecs, fused, distance=min(2.0, 2 * cut), k=a.k)
         print(f"{cut:<6} {len(set(labels)):<9} {purity(labels, types):<7.2f} "
               f"{adjusted_rand_score(types, labels):<6.2f} {len(groups)}")
+    cut = hz.distance_quantile(vecs, a.cluster_quantile)
+    coarse = hz.distance_quantile(vecs, a.abstract_quantile)
+    fused = hz.fuse(vecs, hz.cluster(vecs, graph, distance=cut), fuse_cos=a.fuse_cos)
+    group_of = [0] * len(types)
+    groups = hz.abstraction_groups(vecs, fused, distance=coarse, k=a.k)
+    for g, group in enumerate(groups):
+        for f in group:
+            for row in f.members:
+                group_of[row] = g
+    print(f"\nquantile cuts q{a.cluster_quantile} ({cut:.3f}) / q{a.abstract_quantile} "
+          f"({coarse:.3f}): {len(groups)} H2 groups, purity {purity(group_of, types):.2f}, "
+          f"ARI {adjusted_rand_score(types, group_of):.2f}")
     return 0
 
 

@@ -400,13 +400,17 @@ class FlatMemory(Memory):
             if not self.store.mark_learned(episode.id):
                 return Changes((Change("unchanged", self.source, "episode already learned",
                                        episode.id),))
-            for rej in plan.rejections:
-                self.store.add_rejection(episode_id=episode.id, role=rej["role"],
-                                         reason=rej["reason"], raw=rej["raw"])
-            for write in plan.writes:
-                write()
+            self._apply(plan, episode.id)
         self._writes += 1
         return Changes(tuple(plan.changes))
+
+    def _apply(self, plan: Plan, episode_id: str) -> None:
+        """Log ``plan``'s rejections and run its writes (inside the caller's transaction)."""
+        for rej in plan.rejections:
+            self.store.add_rejection(episode_id=episode_id, role=rej["role"],
+                                     reason=rej["reason"], raw=rej["raw"])
+        for write in plan.writes:
+            write()
 
     def _plan(self, episode: Episode) -> Plan:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -49,6 +49,7 @@ __all__ = [
     "distance_quantile",
     "fuse",
     "knn_graph",
+    "pairwise_distances",
     "top_n",
 ]
 
@@ -84,17 +85,21 @@ def knn_graph(vecs: np.ndarray, k: int = DEFAULT_K) -> nx.Graph:
     return g
 
 
+def pairwise_distances(vecs: np.ndarray) -> np.ndarray:
+    """Cosine distance of every pair of rows ``i < j``, in ``np.triu_indices`` order."""
+    u = _unit(vecs)
+    return (1.0 - u @ u.T)[np.triu_indices(len(u), 1)]
+
+
 def distance_quantile(vecs: np.ndarray, q: float) -> float:
     """The ``q``-quantile of the pairwise cosine distances between rows of ``vecs``, as a
     cut for :func:`cluster` (at least 1e-6, so identical rows still give a valid cut;
     1.0 with fewer than two rows)."""
     if not 0.0 < q < 1.0:
         raise ConfigError(f"quantile must be in (0, 1), got {q}")
-    u = _unit(vecs)
-    if len(u) < 2:
+    pairs = pairwise_distances(vecs)
+    if not len(pairs):
         return 1.0
-    d = 1.0 - u @ u.T
-    pairs = d[np.triu_indices(len(u), 1)]
     return float(min(2.0, max(1e-6, np.quantile(pairs, q))))
 
 

@@ -333,12 +333,11 @@ class MCMA(FlatMemory):
         current = next((i for i in self._items() if i.kind == H2), None)
         plan = Plan()
         payload = self.build_h2(h1, plan) if h1 else None
+        if payload is not None:
+            plan.writes.append(lambda: self._write_h2(
+                current, payload, current.episode_id if current else ""))
         with self.store.transaction():
-            for rej in plan.rejections:
-                self.store.add_rejection(episode_id="", role=rej["role"],
-                                         reason=rej["reason"], raw=rej["raw"])
-            if payload is not None:
-                self._write_h2(current, payload, current.episode_id if current else "")
+            self._apply(plan, "")
         self._writes += 1
         n = len(payload["entries"]) if payload else 0
         return Changes((*plan.changes, Change("consolidated", "h2", f"{n} abstract scripts "

@@ -158,9 +158,9 @@ def train_copilot(run_dir: str | Path, role: str, cfg: TrainConfig = TrainConfig
                   dataloader_num_workers=0, disable_tqdm=True)
     timings: dict[str, float] = {}
     # TRL drops a pair whose prompt alone fills max_length: an empty set must stop here,
-    # with the reason, not deep inside the trainer
-    # and a pair whose answer is cut at max_length teaches the copilot an answer that never
-    # ends (its JSON is never closed), so those are counted and reported
+    # with the reason, not deep inside the trainer. A pair whose answer is cut at
+    # max_length teaches the copilot an answer that never ends (its JSON is never
+    # closed), so those are counted and reported.
     cut: dict[str, int] = {}
     for what, part in (("training", train_rows), ("held-out", held_rows)):
         lengths = [_lengths(tok, c) for c in _conv(part, sft=False)]
