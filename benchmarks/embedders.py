@@ -7,6 +7,7 @@ sentence-transformers runs the same bundled all-MiniLM-L6-v2 folder (offline)
 unless ``--st-model`` names another.
 
     python benchmarks/embedders.py [--runs 3] [--queries 50] [--threads N] [--st-model NAME]
+                                   [--no-st]
 
 ``--threads`` caps BLAS / torch threads (set before numpy is imported).
 """
@@ -77,6 +78,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200, help="sentences in the batch")
     ap.add_argument("--threads", type=int, default=0, help="cap BLAS/torch threads (0: default)")
     ap.add_argument("--st-model", default="", help="sentence-transformers model (default: MiniLM)")
+    ap.add_argument("--no-st", action="store_true", help="the numpy MiniLM only")
     args = ap.parse_args()
     if args.threads:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -88,6 +90,8 @@ def main() -> None:
     threads = args.threads or "default"
     print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, threads {threads}")
     measure("minilm (numpy)", MiniLMEmbedder, texts, args.runs, args.queries)
+    if args.no_st:
+        return
 
     try:
         import sentence_transformers  # noqa: F401

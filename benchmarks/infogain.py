@@ -10,7 +10,7 @@ and for each estimates by Monte Carlo with the local model
 
 and prints Î = Ĥ(Y|x) − Ĥ(Y|x,c) per task and on average (nats), plus the share
 of tasks where the recalled context gains more than the random one. See
-:mod:`deltamem.memories.decocted.infogain` for the estimator.
+:mod:`deltamem.analysis.infogain` for the estimator.
 
     python benchmarks/infogain.py runs/cmp/lessons --tasks 10 --samples 8 --max-tokens 48
 
@@ -28,12 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from deltamem.analysis.infogain import compare_contexts
 from deltamem.bench.config import RunConfig
-from deltamem.bench.runner import BANK_FILE
+from deltamem.bench.rundir import BANK_FILE
 from deltamem.embed.factory import make_embedder
 from deltamem.envs.registry import make_env
+from deltamem.llm.local import LocalLLM
 from deltamem.memories import make_memory
-from deltamem.memories.decocted.infogain import LocalLogProbLLM, compare_contexts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
                          "run played, so the tasks are ones the bank did not learn from)")
     ap.add_argument("--json", type=Path, help="also write the per-task rows here")
     args = ap.parse_args(argv)
+    if args.samples < 2:
+        ap.error("--samples must be at least 2 (an entropy estimate needs two samples)")
 
     cfg = RunConfig.from_json_file(args.run_dir / "config.json")
     bank = args.run_dir / BANK_FILE
@@ -85,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"memory {cfg.memory!r} is not a lesson memory", file=sys.stderr)
             memory.close()
             return 2
-        sampler = LocalLogProbLLM(**({"n_threads": args.threads} if args.threads else {}))
+        sampler = LocalLLM(**({"n_threads": args.threads} if args.threads else {}))
         t0 = time.perf_counter()
         report = compare_contexts(sampler, memory, tasks, n=args.samples,
                                   max_tokens=args.max_tokens, seed=args.seed)

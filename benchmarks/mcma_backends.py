@@ -1,16 +1,16 @@
 """MCMA's trained copilot (§3.3) on this machine: transformers vs GGUF on llama.cpp.
 
 The memory asks its copilot for one structured memory per episode (§3.4); this script
-times exactly that call on each backend of :func:`deltamem.memories.mcma.hf.load_copilot`:
+times exactly that call on each backend of :func:`deltamem.training.copilot.load_copilot`:
 
 * ``transformers``: base (+ SFT merge) with the DPO adapter merged, free greedy
   generation; the answer is validated afterwards;
-* ``gguf``: the same weights exported once by :func:`~deltamem.memories.mcma.hf.export_gguf`
+* ``gguf``: the same weights exported once by :func:`~deltamem.training.gguf_export.export_gguf`
   and run by the local llama.cpp backend, the answer schema enforced by grammar.
 
 The prompts are the real ones: the compact copilot prompt
 (:func:`~deltamem.memories.mcma.copilot.copilot_prompt`, ``compact=True``, α = 0.5) on
-the recorded household episodes of ``tests/mcma/fixtures/household.jsonl`` (or
+the recorded household episodes of ``tests/memories/mcma/fixtures/household.jsonl`` (or
 ``--episodes``; cycled to ``--n``), the system message of training, the schema
 ``answer_schema(1)``. An answer passes when it parses and validates against that schema
 and the nesting bound (one call, no repair; answers cut at ``--max-tokens`` are also
@@ -22,7 +22,7 @@ whichever backend it runs beside.
     python benchmarks/mcma_backends.py --run runs/mcma-copilot-h40 --role success --n 5
     python benchmarks/mcma_backends.py --n 3      # no trained run: a fake LoRA adapter
     python benchmarks/mcma_backends.py --run runs/r19/copilot-hh --backends gguf \
-        --episodes tests/mcma/fixtures/babyai.jsonl    # transfer: household copilot, BabyAI
+        --episodes tests/memories/mcma/fixtures/babyai.jsonl  # transfer: BabyAI episodes
 
 Without ``--run`` the copilot is a stand-in (``random_adapter_run``: seeded random LoRA
 on q/k/v/o of the top 2 layers, ``--fake-std``), so its timings are a trained copilot's
@@ -43,7 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "mcma" / "fixtures" / "household.jsonl"
+FIXTURE = (Path(__file__).resolve().parents[1] / "tests" / "memories" / "mcma" / "fixtures"
+           / "household.jsonl")
 BACKENDS = ("transformers", "gguf")
 
 
@@ -66,7 +67,7 @@ def _peak_rss_mb() -> float:
 def _messages(role: str, n: int, episodes: Path = FIXTURE) -> list[list[dict[str, str]]]:
     from deltamem.memories.mcma.copilot import copilot_prompt
     from deltamem.memories.mcma.preprocess import preprocess
-    from deltamem.memories.mcma.train import SYSTEM
+    from deltamem.training.copilot import SYSTEM
     from deltamem.types import Episode
 
     eps = [Episode.from_dict(json.loads(x)) for x in episodes.read_text().splitlines() if x]
@@ -82,10 +83,10 @@ def _messages(role: str, n: int, episodes: Path = FIXTURE) -> list[list[dict[str
 def worker(a: argparse.Namespace) -> dict[str, Any]:
     """One backend in this process: load, then ``--n`` copilot answers."""
     from deltamem.errors import ExtractionError
-    from deltamem.memories.baseline import parse_json
+    from deltamem.llm.structured import parse_json
     from deltamem.memories.mcma.copilot import parse_answer
-    from deltamem.memories.mcma.hf import load_copilot
     from deltamem.memories.mcma.structures import answer_schema
+    from deltamem.training.copilot import load_copilot
 
     msgs = _messages(a.role, a.n, Path(a.episodes))
     schema = answer_schema(1)
@@ -126,14 +127,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--episodes", default=str(FIXTURE),
                    help="recorded episodes (JSONL) the copilot abstracts; another domain's "
                         "episodes measure copilot transfer (Eq. 10), e.g. "
-                        "tests/mcma/fixtures/babyai.jsonl")
+                        "tests/memories/mcma/fixtures/babyai.jsonl")
     p.add_argument("--worker", choices=BACKENDS, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:
         print(json.dumps(worker(a)))
         return 0
 
-    from deltamem.memories.mcma.hf import export_gguf, random_adapter_run
+    from deltamem.training.copilot import random_adapter_run
+    from deltamem.training.gguf_export import export_gguf
 
     tmp = None
     if a.run is None:

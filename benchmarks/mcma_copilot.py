@@ -30,8 +30,8 @@ from deltamem.memories.mcma.replay import (
     candidate_trajectories,
     replay,
 )
-from deltamem.memories.mcma.train import TrainConfig, train_copilot
 from deltamem.memories.mcma.utility import PairDataset, build_pairs
+from deltamem.training.copilot import TrainConfig, train_copilot
 from deltamem.types import Episode
 
 
@@ -111,7 +111,7 @@ def cmd_train(a: argparse.Namespace) -> None:
                       max_heldout=a.max_heldout, lora_layers=a.lora_layers or None,
                       eval_before=not a.no_eval_before)
     t0 = time.time()
-    m = train_copilot(a.run, a.role, cfg)
+    m = train_copilot(a.run, a.role, cfg, base=a.base)
     b, f = m["heldout_before"], m["heldout_after"]
     print(f"[train] {a.role}: held-out DPO loss {b['eval_loss']:.4f} -> {f['eval_loss']:.4f}, "
           f"preference accuracy {b.get('eval_rewards/accuracies', float('nan')):.3f} -> "
@@ -147,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--batch-size", type=int, default=2)
     t.add_argument("--max-heldout", type=int, default=24, help="held-out pairs evaluated")
     t.add_argument("--lora-layers", type=int, default=6, help="adapt the top N layers (0: all)")
+    t.add_argument("--base", default=None,
+                   help="a causal-LM folder to train instead of the bundled SmolLM2 (with the "
+                        "same tokenizer), e.g. a tiny random one for a smoke run")
     t.add_argument("--no-eval-before", action="store_true",
                    help="record the exact step-0 held-out DPO loss (log 2) instead of computing it")
     a = p.parse_args(argv)

@@ -55,7 +55,7 @@ def service(storage: str, domain: str = "alfworld") -> Any:
 
     from deltamem.embed import HashingEmbedder
     from deltamem.server.app import create_app
-    from deltamem.server.auth import KeyRing
+    from deltamem.service.keys import KeyRing
 
     app = create_app(storage, embedder=HashingEmbedder(dim=64),
                      keys=KeyRing.from_keys({"k": "alice"}), config={"domain": domain})
@@ -525,7 +525,7 @@ def _leak() -> str:
 
     from deltamem.embed import HashingEmbedder
     from deltamem.server.app import create_app
-    from deltamem.server.auth import KeyRing
+    from deltamem.service.keys import KeyRing
 
     storage = TMP / "leak"
     service(str(storage)).post("/v1/banks/b/learn", headers=H,

@@ -24,8 +24,8 @@ import httpx
 
 from deltamem.embed.factory import make_embedder
 from deltamem.server.app import create_app
-from deltamem.server.auth import KeyRing
 from deltamem.server.background import running
+from deltamem.service.keys import KeyRing
 from deltamem.testing import make_episode
 
 VERBS = ["put", "heat", "cool", "clean", "examine", "slice", "take", "open"]

@@ -27,7 +27,7 @@ from deltamem import DeltaMem
 from deltamem.embed import make_embedder
 from deltamem.envs.household import HouseholdEnv
 from deltamem.integrations.langgraph import GraphMemory
-from deltamem.integrations.recorder import EpisodeRecorder
+from deltamem.recorder import EpisodeRecorder
 
 SYSTEM = "You play household text games. Send one command at a time with the `act` tool."
 

@@ -4,7 +4,8 @@
 #   core: the library, CLI, bundled embedder, test tools
 #   main: core + local LLM (llama.cpp prebuilt in the llama-cpp-py-sync wheel) + environments
 #   all (default): main + CPU torch and sentence-transformers (reference tests), hnswlib,
-#                  PostgreSQL client, HTTP service, MCP/LangGraph/Agents SDKs, Chromium, Java 17
+#                  PostgreSQL client, HTTP service, Ray (sweeps), MCP/LangGraph/Agents SDKs,
+#                  Chromium, Java 17
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
@@ -33,6 +34,8 @@ if [ "$what" = "all" ]; then
   fi
   say "hnswlib (approximate search), PostgreSQL client, HTTP service, sentence-transformers"
   $PIP install -e ".[envs,ann,postgres,server,st]"
+  say "Ray (sweeps as Ray tasks; the tests start a local Ray)"
+  $PIP install -e ".[ray]"
   say "agent frameworks: MCP SDK, LangGraph, OpenAI Agents SDK (integration tests)"
   $PIP install -e ".[mcp,langgraph,agents]"
   say "MCMA: minigrid (BabyAI), transformers, TRL, peft, gguf (copilot training on CPU)"

@@ -19,8 +19,7 @@ from deltamem.types import (
     Task,
     Usage,
 )
-
-__version__ = "0.1.0"
+from deltamem.version import __version__
 
 
 def __getattr__(name: str):  # lazy: the client needs httpx, an optional dependency

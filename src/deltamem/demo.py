@@ -22,7 +22,8 @@ The systems' runs are independent, so they run side by side (``jobs`` processes,
 by default one per system up to the number of CPU cores; each local model then
 gets ``cores // jobs`` threads through ``DELTAMEM_LLM_THREADS``): on a 2-core
 machine the no-memory and DeltaMem runs take about as long together as the
-slower one alone. Runs in worker processes print one line per episode.
+slower one alone, and when one run ends the other's model takes its cores
+(:func:`share_cores`). Runs in worker processes print one line per episode.
 """
 
 from __future__ import annotations
@@ -33,13 +34,14 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from deltamem.bench import RunConfig, RunResult, read_episodes, run
 from deltamem.bench.config import is_local_llm
 from deltamem.bench.gain import Gain, gain, phase_outcomes
 from deltamem.bench.stats import bootstrap_ci
 from deltamem.errors import ConfigError
-from deltamem.llm.local import THREADS_ENV
+from deltamem.llm.local import THREADS_ENV, set_thread_budget
 
 __all__ = ["DEFAULT_SYSTEMS", "DemoOutcome", "DemoResult", "demo", "example_recall"]
 
@@ -142,8 +144,10 @@ def demo(
         threads = max(1, (os.cpu_count() or 1) // jobs) if is_local_llm(llm) else None
         # fork where there is one: environments registered at run time stay registered
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        with ProcessPoolExecutor(max_workers=jobs,
-                                 mp_context=multiprocessing.get_context(method)) as pool:
+        context = multiprocessing.get_context(method)
+        running = context.Value("i", len(systems))  # runs not finished yet
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context,
+                                 initializer=share_cores, initargs=(running, jobs)) as pool:
             futures = {m: pool.submit(_play, configs[m].model_dump_json(), threads,
                                       progress is not False)
                        for m in systems}
@@ -165,6 +169,20 @@ def demo(
     return DemoOutcome(results, gains, time.perf_counter() - t_all)
 
 
+_RUNNING: Any = None  # in a worker process: the shared count of unfinished runs
+
+
+def share_cores(running: Any, jobs: int) -> None:
+    """Worker initializer: the local model's threads follow the cores left free, ``cores //
+    min(jobs, running.value)`` (``running``: a shared ``multiprocessing.Value`` counting
+    the runs not finished yet), so the runs still going take a finished run's cores
+    (:func:`deltamem.llm.local.set_thread_budget`)."""
+    global _RUNNING
+    _RUNNING = running
+    cores = os.cpu_count() or 1
+    set_thread_budget(lambda: max(1, cores // max(1, min(jobs, running.value))))
+
+
 def _play(config_json: str, threads: int | None, lines: bool = True) -> float:
     """Worker process: play one system's run to the end; its wall time in seconds.
 
@@ -175,7 +193,12 @@ def _play(config_json: str, threads: int | None, lines: bool = True) -> float:
     if threads is not None:
         os.environ.setdefault(THREADS_ENV, str(threads))
     t0 = time.perf_counter()
-    run(RunConfig.model_validate_json(config_json), progress="lines" if lines else False)
+    try:
+        run(RunConfig.model_validate_json(config_json), progress="lines" if lines else False)
+    finally:
+        if _RUNNING is not None:
+            with _RUNNING.get_lock():
+                _RUNNING.value -= 1
     return time.perf_counter() - t0
 
 

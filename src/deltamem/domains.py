@@ -77,6 +77,18 @@ MEASURED: dict[tuple[str, str, str, str], Threshold] = {
         "Abstracted goals raised the top-1 relevance (0.70 / 0.60 vs 0.55 / 0.55) but not the "
         "precision at a stable cut, so raw goals stay the default",
     ),
+    ("scienceworld", "task", MINILM, "abstract"): Threshold(
+        0.77,
+        "measured with benchmarks/recall_matrix.py (issue 29): ScienceWorld, eight task "
+        "families (boil, melt, freeze, use-thermometer, power-component, find-living-thing, "
+        "grow-plant, chemistry-mix-paint-secondary-color), bank from 40 expert demonstrations on "
+        "train (seed 0), recall of 54 seen (dev) variations: abstracted goals put a node of the "
+        "query's family first for every query (precision@1 1.00), median best same-family score "
+        "0.973 (raw goals 0.850, lowest 0.577); F1-optimal cut 0.765. Raw goals at 0.82 left 41 % "
+        "of the queries cold (grow-plant 0.58-0.69). Model-free dev runs (54 seen variations): "
+        "abstract at 0.77 3 won, reward 26.8 %; raw goals at 0.82 1 won, 16.4 %; at 0.55 2 won, "
+        "23.6 %",
+    ),
     ("alfworld", "env", MINILM, "scene"): Threshold(
         0.93,
         f"{_HH}: best same-room-kind node ≥ 0.967, best other-room-kind node ≤ 0.907 "
@@ -141,7 +153,8 @@ DOMAINS: dict[str, DomainPreset] = {
     ),
     "scienceworld": DomainPreset(
         "scienceworld", 0.82, 0.82, 3,
-        "Memory recalled from earlier science experiments:\n"
+        task_trigger="abstract",
+        header="Memory recalled from earlier science experiments:\n"
         "* Task skills: HOW this kind of experiment was done (action sequence, where each item "
         "was found, device syntax such as use/activate/connect, what to watch for).\n"
         "* Environment knowledge: WHERE items are across the rooms and HOW devices respond.\n"

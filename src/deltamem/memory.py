@@ -1,23 +1,31 @@
 """The memory contract every memory system implements.
 
-The loop every benchmark runs (see ``shared/DESIGN.md``)::
+The loop every benchmark run and every framework integration runs::
 
     recall = memory.recall(task)          # before the episode
     ...    = memory.observe(step)          # optional, after every step (step-level memories)
     changes = memory.learn(episode, recall)
+
+The async forms ``await memory.arecall(task)`` and ``await memory.alearn(episode, recall)``
+do the same without blocking an event loop (:meth:`Memory.arecall`).
 
 A new memory system is "in" when :func:`deltamem.testing.check_memory` passes on it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+from deltamem.judge import Judge
+from deltamem.recorder import EpisodeRecorder
 from deltamem.types import Changes, Episode, Recall, Step, Task
 
-if TYPE_CHECKING:
-    from deltamem.integrations.recorder import EpisodeRecorder
+T = TypeVar("T")
+_WORKER_LOCKS_GUARD = threading.Lock()
 
 
 class Memory(ABC):
@@ -55,6 +63,33 @@ class Memory(ABC):
         """Step-level hook called after every environment step; default: nothing."""
         return None
 
+    # -- async -------------------------------------------------------------------------------
+    async def arecall(self, task: Task) -> Recall:
+        """:meth:`recall` without blocking the event loop.
+
+        The default runs :meth:`recall` on a worker thread (``asyncio.to_thread``): the
+        embedding, the store's reads and any LLM call happen there while the loop keeps
+        serving other tasks. Async calls on one memory run one at a time (a lock held on
+        the worker thread), so two coroutines never interleave a recall and a learn on
+        the same bank. Implementers may override it with a natively async version.
+        """
+        return await asyncio.to_thread(self._serialised, self.recall, task)
+
+    async def alearn(self, episode: Episode, recall: Recall | None = None) -> Changes:
+        """:meth:`learn` without blocking the event loop (see :meth:`arecall`): validation,
+        extraction (LLM calls included), embedding and the store's transaction all run on a
+        worker thread; the same contract as :meth:`learn` otherwise."""
+        return await asyncio.to_thread(self._serialised, self.learn, episode, recall)
+
+    def _serialised(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` holding this memory's worker lock (one async call at a time)."""
+        lock = self.__dict__.get("_worker_lock")
+        if lock is None:
+            with _WORKER_LOCKS_GUARD:
+                lock = self.__dict__.setdefault("_worker_lock", threading.Lock())
+        with lock:
+            return fn(*args)
+
     @abstractmethod
     def stats(self) -> dict[str, Any]:
         """JSON-serialisable size figures (units stored, by kind)."""
@@ -63,16 +98,17 @@ class Memory(ABC):
         """Release resources (database connections, ...)."""
 
     def episode(self, task: Task, *, max_steps: int | None = None,
-                observe: bool = False) -> EpisodeRecorder:
+                observe: bool = False, judge: Judge | None = None) -> EpisodeRecorder:
         """Record one episode of ``task``: recall on entry, learn on exit.
 
         ``with mem.episode(task) as ep: ... ep.step(action, observation) ...
         ep.finish(success, reward)``; an exception inside the block is learned as a
-        failure and re-raised. See :mod:`deltamem.integrations.recorder` for every rule.
+        failure and re-raised. With a ``judge`` (:mod:`deltamem.judge`) no ``finish`` is
+        needed: the judge decides the outcome from the steps, and an uncertain verdict
+        learns nothing. ``async with`` uses :meth:`arecall` / :meth:`alearn`. See
+        :mod:`deltamem.recorder` for every rule.
         """
-        from deltamem.integrations.recorder import EpisodeRecorder
-
-        return EpisodeRecorder(self, task, max_steps=max_steps, observe=observe)
+        return EpisodeRecorder(self, task, max_steps=max_steps, observe=observe, judge=judge)
 
     def __enter__(self) -> Memory:
         return self

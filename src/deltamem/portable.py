@@ -4,18 +4,33 @@ The same records as ``deltamem export`` / ``deltamem import`` (meta, nodes or it
 learned episode ids, rejected extractor outputs), for any system's bank: a DeltaMem
 bank (SQLite file or ``postgresql://`` URL) or a flat baseline's item bank. An export
 round-trips every field, including the embedder name and dimension, so the imported
-bank refuses to be opened with another embedder.
+bank refuses to be opened with another embedder. The copying is the store's
+(:func:`deltamem.store.factory.export_bank_file` / ``import_bank_file``); an import
+into a node bank checks the configuration as DeltaMem reads it.
 
-    >>> from deltamem import export_bank, import_bank
-    >>> n_records = export_bank("bank.db", "bank.jsonl")      # doctest: +SKIP
-    >>> n_nodes = import_bank("bank.jsonl", "copy.db")        # doctest: +SKIP
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from deltamem import DeltaMem, export_bank, import_bank
+    >>> from deltamem.embed import HashingEmbedder
+    >>> from deltamem.testing import make_episode
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> mem = DeltaMem.open(folder / "bank.db", embedder=HashingEmbedder())
+    >>> [c.kind for c in mem.learn(make_episode())]
+    ['written', 'written']
+    >>> mem.close()
+    >>> export_bank(folder / "bank.db", folder / "bank.jsonl")  # meta, 2 nodes, 1 episode id
+    4
+    >>> import_bank(folder / "bank.jsonl", folder / "copy.db")
+    2
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from deltamem.errors import InvalidInputError
+from deltamem.memories.deltamem import check_bank_config
+from deltamem.store.factory import export_bank_file, import_bank_file
+from deltamem.store.location import resolve_bank
 
 __all__ = ["export_bank", "import_bank"]
 
@@ -26,20 +41,7 @@ def export_bank(bank: str | Path, path: str | Path) -> int:
     ``bank`` may also be a run directory (its bank). Raises
     :class:`~deltamem.errors.StoreError` when the bank cannot be read.
     """
-    from deltamem.bench.banks import resolve_bank
-    from deltamem.memories import bank_system
-    from deltamem.store import export_jsonl
-    from deltamem.store.factory import open_store
-    from deltamem.store.items import ItemStore
-
-    location = resolve_bank(bank)
-    is_tree_bank = bank_system(location) == "deltamem"
-    store = open_store(location, readonly=True) if is_tree_bank else ItemStore(
-        location, readonly=True)
-    try:
-        return export_jsonl(store, path)
-    finally:
-        store.close()
+    return export_bank_file(resolve_bank(bank), path)
 
 
 def import_bank(source: str | Path, bank: str | Path) -> int:
@@ -52,29 +54,4 @@ def import_bank(source: str | Path, bank: str | Path) -> int:
     missing folder or a storage failure; nothing is written then (a bank file the import
     created is removed again).
     """
-    from deltamem.errors import StoreError
-    from deltamem.store import read_jsonl
-    from deltamem.store.factory import is_url, open_store
-    from deltamem.store.items import ItemStore
-
-    src = Path(source)
-    if not src.exists():
-        raise InvalidInputError(f"no such file: {src}")
-    is_file = not is_url(bank)
-    target = Path(bank)
-    if is_file and not target.parent.is_dir():
-        raise StoreError(f"cannot import into {bank}: folder {target.parent} does not exist")
-    made = is_file and not target.exists()
-    try:
-        first = next(read_jsonl(src), {})
-        is_items = isinstance(first, dict) and bool(first.get("system"))
-        store = ItemStore(str(bank)) if is_items else open_store(bank)
-        try:
-            return store.import_records(read_jsonl(src))
-        finally:
-            store.close()
-    except BaseException:
-        if made:  # leave no half-made bank behind
-            for suffix in ("", "-wal", "-shm"):
-                Path(str(target) + suffix).unlink(missing_ok=True)
-        raise
+    return import_bank_file(source, bank, config_check=check_bank_config)

@@ -4,19 +4,22 @@
   :class:`~deltamem.embed.TableEmbedder` (exact vectors per text), re-exported for
   deterministic tests;
 * :func:`make_episode` builds small episodes;
-* :func:`check_memory` runs the memory contract on any :class:`Memory`;
-  a new memory system is "in" when it passes.
+* :func:`check_memory` runs the memory contract on any :class:`Memory` (with ``bank=``,
+  also that its bank reopens as the same system through the registry); a new memory
+  system is "in" when it passes.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 from deltamem.embed.hashing import HashingEmbedder
 from deltamem.embed.table import TableEmbedder
 from deltamem.envs.base import Environment
-from deltamem.errors import InvalidInputError
+from deltamem.errors import DeltaMemError, InvalidInputError
 from deltamem.llm.scripted import ScriptedLLM
 from deltamem.memory import Memory
 from deltamem.types import Changes, Episode, Recall, Step, Task
@@ -73,7 +76,9 @@ def make_episode(
     )
 
 
-def check_memory(memory: Memory, *, task: Task | None = None) -> None:
+def check_memory(
+    memory: Memory, *, task: Task | None = None, bank: str | Path | None = None
+) -> None:
     """Run the :class:`~deltamem.memory.Memory` contract on ``memory``.
 
     Checks: recall returns a Recall and does not change stats; learn returns
@@ -81,9 +86,12 @@ def check_memory(memory: Memory, *, task: Task | None = None) -> None:
     with InvalidInputError and changes nothing; stats is JSON-like; observe is
     callable. Raises AssertionError naming the broken rule. ``memory`` is
     written to: pass a throwaway instance.
-    """
-    import json
 
+    ``bank``: where ``memory`` keeps its bank. Then ``memory`` is closed at the end and the
+    bank reopened with :func:`deltamem.memories.open_bank`: it must open as the same
+    system (same class) holding the same (same ``stats()``); a system registered without a
+    bank class must leave no file there.
+    """
     ep = make_episode()
     task = task or ep.task
     before = json.dumps(memory.stats(), sort_keys=True, default=str)
@@ -115,6 +123,42 @@ def check_memory(memory: Memory, *, task: Task | None = None) -> None:
         json.dumps(memory.stats())
     except TypeError as e:  # pragma: no cover - message path
         raise AssertionError(f"stats must be JSON-serialisable: {e}") from e
+    if bank is not None:
+        _check_reopen(memory, bank)
+
+
+def _check_reopen(memory: Memory, bank: str | Path) -> None:
+    """``memory``'s bank reopens through the registry as the same system, same content."""
+    from deltamem.memories import memory_spec, open_bank
+    from deltamem.store.factory import is_url
+
+    stats = json.dumps(memory.stats(), sort_keys=True, default=str)
+    memory.close()
+    try:
+        keeps_bank = memory_spec(memory.name).bank is not None
+    except DeltaMemError:  # not registered under its own name: open_bank says what it is
+        keeps_bank = True
+    if not keeps_bank:
+        assert is_url(bank) or not Path(bank).exists(), (
+            f"memory system {memory.name!r} is registered without a bank class but wrote "
+            f"{bank}: register its bank class (register_memory(..., bank=...))"
+        )
+        return
+    try:
+        again = open_bank(bank)
+    except DeltaMemError as e:
+        raise AssertionError(
+            f"the bank of memory system {memory.name!r} must reopen with open_bank: {e}"
+        ) from e
+    try:
+        assert type(again) is type(memory), (
+            f"a {type(memory).__name__} bank reopened as {type(again).__name__}"
+        )
+        assert json.dumps(again.stats(), sort_keys=True, default=str) == stats, (
+            "a reopened bank must hold what was stored (its stats differ)"
+        )
+    finally:
+        again.close()
 
 
 def check_environment(env: Environment, split: str, *, steps: int = 5, seed: int = 0) -> None:

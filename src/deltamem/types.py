@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -25,6 +25,7 @@ __all__ = [
     "Task",
     "Usage",
     "UsageCount",
+    "Verdict",
 ]
 
 
@@ -192,12 +193,54 @@ class Usage:
                     for p, c in data.items()})
 
 
+VerdictOutcome = Literal["success", "failure", "uncertain", "refused"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An outcome judge's reading of an episode (see :mod:`deltamem.judge`).
+
+    Attributes:
+        outcome: ``success`` / ``failure``: the judge decided; ``uncertain``: the judge
+            said it cannot tell; ``refused``: the judge gave no valid answer (its output
+            stayed invalid after one repair). Only a decided verdict is learned from.
+        reason: the judge's reason (or why there is no valid answer).
+        judge: who gave it (``llm:<model>``, ``scripted``, ...).
+    """
+
+    outcome: VerdictOutcome
+    reason: str
+    judge: str
+
+    @property
+    def decided(self) -> bool:
+        """Whether the verdict says success or failure (an episode can be learned)."""
+        return self.outcome in ("success", "failure")
+
+    @property
+    def success(self) -> bool | None:
+        """``True``/``False`` for a decided verdict, ``None`` otherwise."""
+        return None if not self.decided else self.outcome == "success"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"outcome": self.outcome, "reason": self.reason, "judge": self.judge}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
+        outcome = str(data["outcome"])
+        if outcome not in ("success", "failure", "uncertain", "refused"):
+            raise InvalidInputError(f"unknown verdict outcome {outcome!r}")
+        return cls(outcome, str(data.get("reason", "")), str(data.get("judge", "")))  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class Episode:
     """A finished episode: the task, the steps taken and the outcome.
 
     Use :meth:`validate` (memories call it in ``learn``) to reject malformed
-    episodes before anything is written.
+    episodes before anything is written. ``verdict``: when an outcome judge decided
+    ``success`` (rather than the environment or the caller), its :class:`Verdict`, so the
+    record says who gave the outcome and why.
     """
 
     task: Task
@@ -207,6 +250,7 @@ class Episode:
     max_steps: int | None = None
     usage: Usage = field(default_factory=Usage)
     id: str = field(default_factory=new_id)
+    verdict: Verdict | None = None
 
     def validate(self) -> None:
         """Raise :class:`InvalidInputError` if the episode cannot be learned from."""
@@ -233,6 +277,7 @@ class Episode:
             "reward": self.reward,
             "max_steps": self.max_steps,
             "usage": self.usage.to_dict(),
+            **({"verdict": self.verdict.to_dict()} if self.verdict is not None else {}),
         }
 
     @classmethod
@@ -245,6 +290,7 @@ class Episode:
             max_steps=data.get("max_steps"),
             usage=Usage.from_dict(data.get("usage") or {}),
             id=data.get("id") or new_id(),
+            verdict=Verdict.from_dict(data["verdict"]) if data.get("verdict") else None,
         )
 
 
@@ -340,12 +386,19 @@ class Recall:
                 "details": dict(self.details)}
 
 
-ChangeKind = Literal["written", "skipped", "rejected", "hit", "consolidated", "unchanged"]
+ChangeKind = Literal["written", "skipped", "rejected", "hit", "consolidated", "unchanged",
+                 "failed", "superseded"]
 
 
 @dataclass(frozen=True)
 class Change:
-    """One thing ``learn`` did (or decided not to do) and why."""
+    """One thing ``learn`` did (or decided not to do) and why.
+
+    ``kind``: ``written`` (a node), ``skipped``, ``rejected`` (an LLM output), ``hit`` (a
+    success hit on the matched node), ``consolidated`` (Eq. 8), ``unchanged`` (the
+    episode was learned before), ``failed`` (a failure hit on the matched node),
+    ``superseded`` (knowledge a newer observation contradicts; ``id`` the older node).
+    """
 
     kind: ChangeKind
     source: str
@@ -387,7 +440,3 @@ class Changes:
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.items)
 
-
-def as_steps(pairs: Sequence[tuple[str, str]]) -> tuple[Step, ...]:
-    """Build steps from ``(action, observation)`` pairs (convenience for tests/docs)."""
-    return tuple(Step(action=a, observation=o) for a, o in pairs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import pytest
@@ -9,7 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deltamem.agents import INVALID_OBSERVATION, ReActAgent
-from deltamem.agents.prompts import build_messages, load_agent_prompts, render_history
+from deltamem.agents.prompts import (
+    build_messages,
+    history_start,
+    load_agent_prompts,
+    render_history,
+    render_step,
+)
 from deltamem.envs.base import Environment, Transition
 from deltamem.errors import ConfigError, LLMError
 from deltamem.llm import ScriptedLLM
@@ -220,6 +227,28 @@ def test_render_history_keeps_newest_and_marks_dropped() -> None:
     assert text.startswith("[4 earlier steps are not shown.]") and "Action: a4" in text
     assert render_history(steps, max_chars=10_000).count("Action:") == 5
     assert render_history([], 100) == ""
+
+
+@given(st.lists(st.integers(min_value=1, max_value=120), min_size=1, max_size=60),
+       st.integers(min_value=0, max_value=1500))
+def test_history_trims_in_blocks_so_the_prefix_stays(lengths: list[int], budget: int) -> None:
+    steps = [Step(f"a{i}", "o" * n) for i, n in enumerate(lengths)]
+    starts = [history_start(steps[: n + 1], budget) for n in range(len(steps))]
+    for n, start in enumerate(starts):
+        shown = sum(len(render_step(s)) + 1 for s in steps[start: n + 1])
+        assert start <= n  # the newest step is always shown
+        assert shown <= budget or start == n  # within budget unless one step exceeds it
+        if n and start == starts[n - 1]:  # no trim: the previous history is a prefix
+            before = render_history(steps[:n], budget)
+            assert render_history(steps[: n + 1], budget).startswith(before + "\n")
+    assert starts == sorted(starts)  # the start never moves back
+
+
+def test_history_start_moves_in_blocks_not_every_step() -> None:
+    steps = [Step(f"a{i}", "o" * 80) for i in range(40)]  # ~100 chars a step
+    starts = [history_start(steps[: n + 1], 1000) for n in range(len(steps))]
+    moves = sum(1 for a, b in itertools.pairwise(starts) if a != b)
+    assert starts[-1] > 0 and moves <= 8  # one step at a time would move ~30 times
 
 
 @pytest.mark.parametrize("domain", ["alfworld", "scienceworld", "webshop", "textworld", "generic"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deltamem.agents.expert import ExpertAgent, parse_expert_spec
+from deltamem.agents.expert import ExpertAgent, expert_budget, parse_expert_spec
 from deltamem.envs.base import Environment, Transition
 from deltamem.errors import ConfigError
 from deltamem.types import Recall, Task, Usage
@@ -144,13 +144,17 @@ def test_step_cap_is_honoured() -> None:
     assert len(ep.steps) == 2 and not ep.success
 
 
-@pytest.mark.parametrize(("spec", "noise"), [("expert", 0.0), ("expert:noise=0.25", 0.25),
-                                             ("react", None), ("expert:noise=1", 1.0)])
-def test_parse_expert_spec(spec: str, noise: float | None) -> None:
+@pytest.mark.parametrize(("spec", "noise", "budget"),
+                         [("expert", 0.0, None), ("expert:noise=0.25", 0.25, None),
+                          ("react", None, None), ("expert:noise=1", 1.0, None),
+                          ("expert:noise=0.5,budget=12", 0.5, 12)])
+def test_parse_expert_spec(spec: str, noise: float | None, budget: int | None) -> None:
     assert parse_expert_spec(spec) == noise
+    assert expert_budget(spec) == budget
 
 
-@pytest.mark.parametrize("spec", ["expert:noise=2", "expert:noise=x", "expert:p=0.1", "expertx"])
+@pytest.mark.parametrize("spec", ["expert:noise=2", "expert:noise=x", "expert:p=0.1", "expertx",
+                                  "expert:noise=0.1,budget=0", "expert:budget=3"])
 def test_bad_expert_specs_are_config_errors(spec: str) -> None:
     with pytest.raises(ConfigError):
         parse_expert_spec(spec)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from tests.agents.test_expert import KeyRoom
-
 from deltamem.agents.guide import Guide, goal_bindings, realises, recalled_steps
 from deltamem.agents.react import ReActAgent
 from deltamem.llm.scripted import ScriptedLLM
 from deltamem.types import Recall
+from tests.agents.test_expert import KeyRoom
 
 DELTAMEM_RECALL = """Relevant experience from memory:
 
@@ -204,3 +203,236 @@ def test_the_search_goes_first_where_recalled_knowledge_found_the_object() -> No
     assert advice.actions == ("go to shelf 1",)
     visited = g.advise(PLACES, ["go to sinkbasin 1", "go to shelf 1"], PLACES)
     assert set(visited.actions) == {"go to cabinet 1", "go to cabinet 2", "go to microwave 1"}
+
+
+def _item(text: str, score: float | None, role: str = "strategy", source: str = "lessons"):
+    from deltamem.types import RecallItem
+
+    return RecallItem(source, f"id{abs(hash(text)) % 997}", text, score, role)
+
+
+def test_items_are_followed_one_by_one_best_score_first() -> None:
+    heat = _item(HEAT_RECALL, 0.6)
+    other = _item("Strategy for: clean some {A} and put it in {B}\n1. go to cabinet\n"
+                  "2. take {A} from cabinet\n3. go to sinkbasin\n4. clean {A} with sinkbasin",
+                  0.9)
+    recall = Recall(text=HEAT_RECALL + "\n" + other.text, items=(heat, other))
+    g = Guide(recall, HEAT_GOAL)
+    assert g.procedures[0] == other.text  # the system's own score orders them
+    # the best item is followed on its own: its steps, not the two items run together
+    assert g.advise(PLACES, [], PLACES).actions == ("go to cabinet 1", "go to cabinet 2")
+    # at the cabinet with the cup in hand: the best item's next step (go to sinkbasin) is
+    # realisable, so it is still followed
+    taken = ["go to cabinet 1", "take cup 1 from cabinet 1"]
+    assert g.advise(PLACES, taken, PLACES).actions == ("go to sinkbasin 1",)
+    # at the microwave, holding the cup: the best item cannot go on here ("clean" is not
+    # possible and nothing earlier is fresh), so the next item's step is advised
+    here = ["heat cup 1 with microwave 1"]
+    advice = g.advise(here, ["go to sinkbasin 1", "take cup 1 from sinkbasin 1",
+                             "go to microwave 1"], [*PLACES, *here])
+    assert advice.actions == ("heat cup 1 with microwave 1",)
+
+
+def test_a_chain_of_base_and_deltas_is_one_procedure_and_warnings_are_not_followed() -> None:
+    base = _item("Tasks of the form: heat some {A} and put it in {B}\n1. go to sinkbasin\n"
+                 "2. take {A} from sinkbasin", None, "base", "task")
+    delta = _item("Extra steps not in the base:\n1. go to microwave\n2. heat {A} with microwave",
+                  1.0, "delta", "task")
+    warn = _item("[FAILED]:\n- go to shelf -> Nothing happens.\n- take cup from shelf",
+                 0.99, "warning", "task")
+    env = _item("- cup: found in/on shelf", 0.97, "base", "env")
+    recall = Recall(text="\n".join(i.text for i in (base, delta, warn, env)),
+                    items=(base, delta, warn, env))
+    g = Guide(recall, HEAT_GOAL)
+    assert g.procedures[0] == base.text + "\n" + delta.text
+    assert all("FAILED" not in p for p in g.procedures)
+    assert g.steps(VERBS) == ["go to sinkbasin", "take cup from sinkbasin", "go to microwave",
+                              "heat cup with microwave"]
+    assert g.known_places() == {"shelf"}  # knowledge is read from the whole recall
+
+
+def test_sightings_read_knowledge_lines_and_raw_observations_alike() -> None:
+    from deltamem.agents.guide import sightings
+
+    text = ("- cup: found in/on shelf\n> go to countertop 1\nOn the countertop 1, you see a "
+            "cup 2, a bread 1, and a apple 3.\n> open fridge 1\nYou open the fridge 1. The "
+            "fridge 1 is open. In it, you see a lettuce 1.")
+    assert sightings(text) == [("cup", "shelf"), ("cup", "countertop"), ("bread", "countertop"),
+                               ("apple", "countertop"), ("lettuce", "fridge")]
+    g = Guide(HEAT_RECALL + "\n" + text, HEAT_GOAL)
+    assert g.known_places() == {"shelf", "countertop"}
+
+
+def test_the_search_tries_where_the_procedure_did_the_blocked_step_elsewhere() -> None:
+    chain = (HEAT_RECALL + "Extra steps not in the base:\n1. go to cabinet\n"
+             "2. take {A} from cabinet\n")
+    g = Guide(chain, HEAT_GOAL)
+    steps = g.steps(VERBS)
+    assert g.alternative_places(steps, steps.index("take cup from sinkbasin")) == {"cabinet"}
+    advice = g.advise(PLACES, ["go to sinkbasin 1"], PLACES)
+    assert advice.backtrack and set(advice.actions) == {"go to cabinet 1", "go to cabinet 2"}
+    plain = Guide(HEAT_RECALL, HEAT_GOAL).advise(PLACES, ["go to sinkbasin 1"], PLACES)
+    assert "go to shelf 1" in plain.actions  # without the variant: any place not visited
+
+
+def test_the_search_goes_on_elsewhere_when_every_recalled_place_was_visited() -> None:
+    # the recalled game found the object in a cabinet, and a cabinet is the goal's
+    # destination: other kinds of place do not realise "go to cabinet" loosely
+    recall = ("Tasks of the form: heat some {A} and put it in {B}\n1. go to cabinet\n"
+              "2. open cabinet\n3. take {A} from cabinet\n4. go to microwave\n"
+              "5. heat {A} with microwave\n6. go to {B}\n7. move {A} to {B}")
+    g = Guide(recall, "heat some plate and put it in cabinet")
+    taken = ["go to cabinet 1", "open cabinet 1", "go to cabinet 2", "open cabinet 2"]
+    here = ["close cabinet 2", "examine cabinet 2", "go to cabinet 1", "go to cabinet 2",
+            "go to countertop 1", "go to fridge 1", "look"]
+    advice = g.advise(here, taken, here)
+    assert advice.backtrack and advice.actions == ("go to countertop 1", "go to fridge 1")
+
+
+def test_lookahead_never_skips_taking_the_goal_object() -> None:
+    recall = ("Tasks of the form: look at {A} under the {B}\n1. go to sidetable\n"
+              "2. take {A} from sidetable\n3. use {B}")
+    g = Guide(recall, "look at pen under the desklamp")
+    here = ["go to desk 1", "use desklamp 1", "examine sidetable 1"]
+    advice = g.advise(here, ["go to sidetable 1"], here)  # the pen is not on the sidetable
+    assert "use desklamp 1" not in advice.actions  # the lamp is no use without the pen
+    assert advice.backtrack
+
+
+def test_a_recalled_place_that_is_not_here_is_searched_among_places_not_visited() -> None:
+    recall = ("Tasks of the form: put two {A} in {B}\n1. go to laundryhamper\n"
+              "2. take {A} from laundryhamper\n3. go to {B}\n4. move {A} to {B}")
+    g = Guide(recall, "find two statue and put them in coffeetable")
+    places = ["go to armchair 1", "go to shelf 1", "go to sofa 1", "go to coffeetable 1"]
+    advice = g.advise(places, ["go to armchair 1"], places)
+    assert advice.actions == ("go to shelf 1", "go to sofa 1")  # armchair 1 was seen
+
+
+def test_a_move_is_realised_by_any_way_of_reaching_the_same_place() -> None:
+    goal_words = frozenset({"thermometer"})
+    assert realises("teleport to kitchen", "go to kitchen", goal_words) == "exact"
+    assert realises("go to kitchen", "teleport to kitchen", goal_words) == "exact"
+    assert realises("teleport to art studio", "go to art studio", goal_words) == "exact"
+    # a move to another place is a loose realisation (the search), whichever the way
+    assert realises("teleport to hallway", "go to kitchen", goal_words) == "loose"
+    assert realises("go to hallway", "go to kitchen", goal_words) == "loose"
+    assert realises("teleport to kitchen", "go to thermometer", goal_words) is None
+    recall = "Tasks of the form: boil {A}\n1. go to kitchen\n2. pick up thermometer"
+    here = ["go to hallway", "teleport to kitchen", "teleport to workshop", "look around"]
+    advice = Guide(recall, "boil water").advise(here, [], here)
+    assert advice.actions == ("teleport to kitchen",) and not advice.backtrack
+
+
+def test_a_committing_step_is_never_realised_loosely() -> None:
+    # focusing on the wrong thing ends a ScienceWorld task: "focus on dove" is not
+    # "focus on agent", although neither word is in the goal
+    goal = "find a(n) living thing. First, focus on the thing"
+    words = frozenset({"living", "thing"})
+    assert realises("focus on agent", "focus on dove", words) is None
+    assert realises("focus on dove", "focus on dove", words) == "exact"
+    assert realises("move dove to blue box", "move dove to green box", words) == "loose"
+    recall = "Tasks of the form: find a living thing\n1. teleport to outside\n2. focus on dove"
+    here = ["focus on agent", "focus on air", "focus on beaver", "look around"]
+    advice = Guide(recall, goal).advise(here, ["teleport to outside"], here)
+    assert not any(a.startswith("focus") for a in advice.actions)
+
+
+def test_knowledge_of_several_words_names_its_kind_by_the_last_word() -> None:
+    from deltamem.agents.guide import sightings
+
+    text = "- metal pot: found in/on kitchen\n- unknown substance b: found in/on living room"
+    assert sightings(text) == [("pot", "kitchen"), ("b", "living room")]
+    recall = ("Tasks of the form: heat {A} in a pot\n1. teleport to workshop\n"
+              "2. pick up pot\n" + text)
+    g = Guide(recall, "heat water in a pot")
+    assert g.known_places() == {"kitchen"}
+    here = ["teleport to bedroom", "teleport to kitchen", "teleport to workshop", "look around"]
+    advice = g.advise(here, ["teleport to workshop"], here)  # no pot in the workshop
+    assert advice.backtrack and advice.actions == ("teleport to kitchen",)
+
+
+def test_a_handling_step_keeps_its_object_and_only_places_change_loosely() -> None:
+    words = frozenset({"rubber"})
+    assert realises("pick up bee", "pick up thermometer", words) is None
+    assert realises("look at agent", "look around", words) is None
+    assert realises("use thermometer in inventory on water", "use thermometer in inventory on "
+                    "ice", words) == "loose"
+    assert realises("pour cup containing blue paint in jug", "pour cup containing red paint "
+                    "in jug", words) is None
+    # the search verbs may change their place: another room, another receptacle
+    assert realises("teleport to workshop", "teleport to kitchen", words) == "loose"
+    assert realises("open drawer", "open cupboard", words) == "loose"
+    # household: where the object lay is incidental, the object is not
+    goal_words = frozenset({"tomato", "diningtable"})
+    assert realises("take tomato 1 from countertop 2", "take tomato from fridge",
+                    goal_words) == "loose"
+    assert realises("take egg 1 from fridge 1", "take knife from fridge", goal_words) is None
+
+
+def test_after_a_search_the_guide_returns_to_where_the_procedure_does_the_step() -> None:
+    recall = ("Tasks of the form: boil {A}\n1. teleport to kitchen\n2. pick up metal pot\n"
+              "3. focus on {A}\n4. move {A} to metal pot\n5. move metal pot to stove\n"
+              "6. activate stove")
+    g = Guide(recall, "boil rubber")
+    taken = ["teleport to kitchen", "pick up metal pot", "teleport to workshop",
+             "focus on rubber", "move rubber to metal pot"]
+    here = ["teleport to kitchen", "teleport to workshop", "teleport to hallway", "look around",
+            "focus on rubber", "open drawer"]
+    advice = g.advise(here, taken, here)  # no stove in the workshop: back to the kitchen
+    assert advice.actions == ("teleport to kitchen",)
+    assert advice.blocked == "move metal pot to stove"
+    # where the step was reached (the kitchen), a blocked step is searched for as before
+    at_kitchen = ["teleport to kitchen", "pick up metal pot"]
+    kitchen = ["teleport to kitchen", "teleport to workshop", "look around", "open drawer"]
+    advice = g.advise(kitchen, at_kitchen, kitchen)
+    assert advice.blocked == "focus on rubber" and "teleport to kitchen" not in advice.actions
+
+
+def test_each_item_of_a_chain_is_filled_from_its_own_goal_line() -> None:
+    from deltamem.types import RecallItem
+
+    base = ("[Base Skill]\nTrigger: Tasks of the form: measure the temperature of {A}, which is "
+            "located around the {B} {C}. First, focus on the {D}.\nProcedure: 1. pick up {D}\n"
+            "2. teleport to {B} {C}\n3. pick up {A}")
+    delta = ("[Skill Delta 1]\nTrigger: Variant of the base skill: measure the temperature of "
+             "{A}, which is located around the {B}. First, focus on the {C}.\nProcedure: Extra "
+             "steps not in the base:\n1. focus on {C}\n2. teleport to {B}")
+    recall = Recall(text=base + "\n" + delta, items=(
+        RecallItem("task", "n1", base, None, "base"), RecallItem("task", "n2", delta, 0.9,
+                                                                 "delta")))
+    goal = ("measure the temperature of water, which is located around the bedroom. First, "
+            "focus on the thermometer.")
+    steps = Guide(recall, goal).steps({"pick", "teleport", "focus"})
+    # the base's {B} {C} ("living room") faces one word here; the delta's {C} is the tool
+    assert steps == ["pick up thermometer", "teleport to bedroom", "pick up water",
+                     "focus on thermometer", "teleport to bedroom"]
+
+
+def test_a_placeholder_facing_a_two_word_name_the_actions_use_takes_both() -> None:
+    recall = ("Tasks of the form: find the {A} in the {B}\n1. teleport to {B}\n"
+              "2. pick up {A}")
+    g = Guide(recall, "find the seed in the living room")
+    here = ["teleport to living room", "teleport to kitchen", "look around"]
+    advice = g.advise(here, [], here)
+    assert advice.actions == ("teleport to living room",)
+    assert goal_bindings(recall, "find the seed in the living room", ()) == {
+        "{A}": "seed", "{B}": "room"}  # without the names the actions use: the head noun
+
+
+def test_a_carried_thing_is_named_with_or_without_its_inventory() -> None:
+    assert realises("focus on thermometer", "focus on thermometer in inventory",
+                    frozenset()) == "exact"
+    assert realises("use thermometer on water", "use thermometer in inventory on water in "
+                    "inventory", frozenset()) == "exact"
+
+
+def test_instance_letters_and_unequal_places_in_realisation() -> None:
+    from deltamem.agents.guide import abstract_action
+
+    assert abstract_action("pick up unknown substance B") == "pick up unknown substance"
+    assert realises("pick up unknown substance", "pick up unknown substance B",
+                    frozenset()) == "exact"
+    # moving a thing to another place of another length is another action; a move is not
+    assert realises("move ice cream to bathroom", "move ice cream to metal pot",
+                    frozenset()) is None
+    assert realises("teleport to living room", "teleport to kitchen", frozenset()) == "loose"

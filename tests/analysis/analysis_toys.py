@@ -1,4 +1,6 @@
-"""Picklable factories for the grid's worker processes (module-level, importable by name)."""
+"""Picklable factories for the grid's worker processes (module-level, importable by name),
+and the ``make_run`` fixture (run directories made by the real runner on the corridor toy),
+which the analysis and the CLI tests share."""
 
 from __future__ import annotations
 
@@ -6,11 +8,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from deltamem.bench import RunConfig, run
+from deltamem.embed import HashingEmbedder
 from deltamem.llm import ScriptedLLM
 from deltamem.memory import Memory
 from deltamem.types import Change, Changes, Episode, Recall, Task
 
-#: ``make_run(name, **config) -> run_dir`` (the fixture in conftest.py)
+#: ``make_run(name, **config) -> run_dir`` (the fixture below)
 MakeRun = Callable[..., Path]
 
 
@@ -71,3 +77,20 @@ class LessonMemory(Memory):
 def make_lessons(**_: Any) -> LessonMemory:
     """Registry factory of :class:`LessonMemory`."""
     return LessonMemory()
+
+
+@pytest.fixture
+def make_run(tmp_path: Path) -> MakeRun:
+    """``make_run(name, **config)`` runs the corridor (free actions, the LLM always says
+    ``go east``: even tasks succeed, odd ones fail) and returns the run directory."""
+    from tests.bench.bench_toys import CorridorEnv
+
+    def make(name: str, **kw: Any) -> Path:
+        base: dict[str, Any] = {"run_dir": tmp_path / name, "env": "corridor", "split": "test",
+                                "llm": "scripted", "memory": "none", "episodes": 6}
+        config = RunConfig(**{**base, **kw})
+        embedder = HashingEmbedder(dim=64) if config.memory == "deltamem" else None
+        run(config, env=CorridorEnv(), llm=east_llm(), embedder=embedder, progress=False)
+        return Path(config.run_dir)
+
+    return make

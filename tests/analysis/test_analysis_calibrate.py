@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-from bench_toys import CorridorEnv
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -22,6 +21,7 @@ from deltamem.analysis.calibrate import (
 from deltamem.embed import HashingEmbedder
 from deltamem.errors import ConfigError, InvalidInputError
 from deltamem.testing import TableEmbedder
+from tests.bench.bench_toys import CorridorEnv
 
 
 def _unit(*degrees: float) -> np.ndarray:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from analysis_toys import MakeRun, as_dicts, md_tables
 
 from deltamem.analysis.compare import compare
 from deltamem.bench import read_episodes
 from deltamem.bench.stats import bootstrap_ci
 from deltamem.errors import InvalidInputError
+
+from .analysis_toys import MakeRun, as_dicts, md_tables
 
 
 def _ci(values: list[float], seed: int, n_boot: int) -> tuple[float, float]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from analysis_toys import MakeRun, as_dicts, md_tables
 
 from deltamem.analysis.depth import depth_bars, setting_labels
 from deltamem.analysis.runs import load_runs
 from deltamem.bench import read_episodes
 from deltamem.errors import InvalidInputError
+
+from .analysis_toys import MakeRun, as_dicts, md_tables
 
 
 def test_depth_table_matches_the_last_histograms(make_run: MakeRun, tmp_path: Path) -> None:

@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from analysis_toys import east_llm, md_tables
-from bench_toys import CorridorEnv
 
 from deltamem.analysis.grid import (
     CellResult,
@@ -23,6 +21,9 @@ from deltamem.analysis.grid import (
 )
 from deltamem.bench import read_episodes
 from deltamem.errors import ConfigError
+from tests.bench.bench_toys import CorridorEnv
+
+from .analysis_toys import east_llm, md_tables
 
 
 def _result(tt: float, te: float, k: int | None, success: float, reward: float) -> CellResult:

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from analysis_toys import MakeRun
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,6 +13,8 @@ from deltamem.analysis.runs import default_out, load_run, load_runs, phase_stats
 from deltamem.bench import read_episodes
 from deltamem.bench.stats import bootstrap_ci
 from deltamem.errors import InvalidInputError
+
+from .analysis_toys import MakeRun
 
 
 def test_phase_stats_match_a_hand_computation(make_run: MakeRun) -> None:

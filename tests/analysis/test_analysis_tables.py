@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from analysis_toys import MakeRun, as_dicts, make_lessons, md_tables
 
 from deltamem.analysis.ablation import VARIANTS, table3
 from deltamem.analysis.token_stats import table5, token_rows
@@ -14,6 +13,8 @@ from deltamem.bench import read_episodes
 from deltamem.bench.stats import bootstrap_ci
 from deltamem.errors import InvalidInputError
 from deltamem.memories import register_memory
+
+from .analysis_toys import MakeRun, as_dicts, make_lessons, md_tables
 
 
 def _reward_cell(records: list[dict], seed: int = 0, n_boot: int = 300) -> str:

@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from bench_toys import CorridorEnv, Faults, FileMemory
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,6 +16,8 @@ from deltamem.bench.stats import bootstrap_ci, running_mean
 from deltamem.errors import ConfigError, InvalidInputError
 from deltamem.llm import ScriptedLLM
 from deltamem.memories import register_memory
+
+from .bench_toys import CorridorEnv, Faults, FileMemory
 
 
 @pytest.fixture

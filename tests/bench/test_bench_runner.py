@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_toys import CorridorEnv, Faults, FileMemory, SqliteMemory
 
 from deltamem.bench import RunConfig, read_episodes, run
 from deltamem.bench.results import EpisodeLog
 from deltamem.errors import ConfigError, StoreError
 from deltamem.llm import ScriptedLLM
 from deltamem.memories import register_memory
+
+from .bench_toys import CorridorEnv, Faults, FileMemory, SqliteMemory
 
 
 @pytest.fixture
@@ -367,3 +368,47 @@ def test_frozen_sqlite_bank_stays_byte_identical(tmp_path: Path) -> None:
     assert (run_dir / "bank-frozen.db").read_bytes() == (run_dir / "bank.db").read_bytes()
     assert result.phase("frozen").bank_size == 3 and result.phase("unfrozen").bank_size == 5
     assert len(faults.calls) == 5
+
+
+def test_trajectories_keep_the_recall_and_every_step(tmp_path: Path, faults: Faults) -> None:
+    from deltamem.bench.results import read_trajectories
+
+    config = _config(tmp_path)
+    _run(config)
+    trajs = read_trajectories(config.run_dir)
+    episodes = _lines(config)
+    assert sorted(trajs) == [e["index"] for e in episodes]
+    for e in episodes:
+        t = trajs[e["index"]]
+        assert len(t["steps"]) == e["steps"] and t["task_id"] == e["task_id"]
+        assert all(a == "go east" and isinstance(ok, bool) for a, _, ok in t["steps"])
+
+
+class _SayWin(CorridorEnv):
+    """The corridor, whose exit says "You won!" (a stated outcome the scripted judge reads)."""
+
+    def step(self, action: str):  # type: ignore[no-untyped-def]
+        t = super().step(action)
+        return type(t)("You won!", t.score, t.done, t.success) if t.success else t
+
+
+def test_a_judge_decides_what_is_learned_and_both_outcomes_are_recorded(
+        tmp_path: Path, faults: Faults) -> None:
+    llm = ScriptedLLM(responder=lambda m, p, c: (
+        "Thought: go.\nAction: go east" if p == "act" else "?"))
+    config = _config(tmp_path, judge="scripted", episodes=6)
+    _run(config, env=_SayWin(), llm=llm)
+    lines = _lines(config)
+    for r in lines:
+        won = r["success"]  # the environment's outcome stays the record's
+        assert r["verdict"]["judge"] == "scripted"
+        assert r["verdict"]["outcome"] == ("success" if won else "uncertain")
+        assert r["learned"] is won
+        if not won:
+            assert r["changes"] == [{"kind": "skipped", "source": "judge", "id": None,
+                                     "reason": "uncertain verdict: nothing learned"}]
+    learned = [r["episode_id"] for r in lines if r["learned"]]
+    assert learned and faults.calls == learned
+    assert json.loads((Path(config.run_dir) / "config.json").read_text())["judge"] == "scripted"
+    with pytest.raises(ValueError):
+        _config(tmp_path, judge=" ")

@@ -67,10 +67,10 @@ def test_validation_errors_name_the_flag():
 
 
 def test_report_says_which_decoding_the_run_used(tmp_path):
-    from bench_toys import CorridorEnv
-
     from deltamem.bench import report, run
     from deltamem.llm import ScriptedLLM
+
+    from .bench_toys import CorridorEnv
 
     for constrained in (True, False):
         cfg = RunConfig(run_dir=tmp_path / str(constrained), env="corridor", split="test",

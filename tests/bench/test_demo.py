@@ -158,3 +158,40 @@ def test_results_script_command_keeps_every_setting_that_differs_from_its_defaul
     plain = mod.command(RunConfig(env="babyai", split="test", memory="none", llm="local",
                                   run_dir="runs/x"))
     assert "history_chars" not in plain and "in a TOML file" not in plain
+
+
+def test_results_script_adds_learning_curves_per_block_of_games(tmp_path: Path,
+                                                                 keyroom: str) -> None:
+    pytest.importorskip("matplotlib")
+    demo(tmp_path / "demo", episodes=4, train_episodes=2, split="test", llm="scripted",
+         embedder="hashing", env=keyroom, progress=False)
+    mod = _results_script()
+    out = tmp_path / "results.md"
+    mod.main([str(tmp_path / "demo" / "none"), str(tmp_path / "demo" / "deltamem"),
+              "--out", str(out), "--blocks", "2", "--plot", str(tmp_path / "curves.png")])
+    text = out.read_text()
+    assert "Success (%) per block of 2 games" in text
+    assert "| deltamem (frozen) | 100.0 | 100.0 |" in text
+    assert "| none (frozen) | 0.0 | 0.0 |" in text
+    assert list(tmp_path.glob("curves-*.png")) and "![learning curves](curves-" in text
+    assert "| steps (won) | search steps |" in text
+
+
+def test_results_script_pairs_a_runs_phases_and_two_runs_of_one_memory(
+        tmp_path: Path, keyroom: str) -> None:
+    from deltamem.bench import RunConfig, run
+
+    base = dict(env=keyroom, split="test", episodes=3, llm="scripted", embedder="hashing",
+                extractor="structural", protocol="train-to-test", train_split="train",
+                train_agent="expert", constrained=True, guide="prior", memory="awm")
+    run(RunConfig(run_dir=tmp_path / "awm-a", train_episodes=2,
+                  eval_modes=("frozen", "unfrozen"), **base), progress=False)
+    run(RunConfig(run_dir=tmp_path / "awm-b", train_episodes=1, eval_modes=("frozen",),
+                  **base), progress=False)
+    mod = _results_script()
+    out = tmp_path / "results.md"
+    mod.main([str(tmp_path / "awm-a"), str(tmp_path / "awm-b"), "--out", str(out)])
+    text = out.read_text()
+    assert "Other paired differences (same games):" in text
+    assert "* awm (awm-a): unfrozen − frozen (3 games): +0.0 [+0.0, +0.0]" in text
+    assert "* awm (awm-b) − awm (awm-a) (frozen, 3 games):" in text

@@ -6,13 +6,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_toys import Faults, FileMemory
-from tests.agents.test_expert import KeyRoom
 
 from deltamem.bench import RunConfig, read_episodes, run
 from deltamem.errors import ConfigError
 from deltamem.llm import ScriptedLLM
 from deltamem.memories import register_memory
+from tests.agents.test_expert import KeyRoom
+
+from .bench_toys import Faults, FileMemory
 
 
 @pytest.fixture
@@ -89,3 +90,15 @@ def test_an_environment_without_solutions_cannot_be_demonstrated(tmp_path: Path,
     config = _config(tmp_path)
     with pytest.raises(ConfigError, match="knows no solution"):
         run(config, env=KeyRoom(with_solution=False), llm=ScriptedLLM(), progress=False)
+
+
+def test_a_demonstration_budget_makes_noisy_demonstrations_lose(tmp_path: Path,
+                                                                 faults: Faults) -> None:
+    # KeyRoom takes 5 steps: with a budget of 3 every demonstration runs out and fails
+    config = _config(tmp_path, train_agent="expert:noise=0.3,budget=3")
+    _run(config)
+    build = [r for r in _lines(config) if r["phase"] == "build"]
+    assert build and all(r["steps"] <= 3 and not r["success"] for r in build)
+    plain = _config(tmp_path, "plain", train_agent="expert:noise=0.3")
+    _run(plain)
+    assert any(r["steps"] > 3 for r in _lines(plain) if r["phase"] == "build")

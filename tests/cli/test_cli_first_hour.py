@@ -12,12 +12,13 @@ import typer.main
 from typer.testing import CliRunner
 
 from deltamem import DeltaMem
-from deltamem.bench.banks import resolve_bank
-from deltamem.cli import app, common_start, main, missing_extra_message
+from deltamem.cli import app, main, missing_extra_message
+from deltamem.cli.banks import common_start
 from deltamem.embed import HashingEmbedder
 from deltamem.envs import registry
 from deltamem.envs.base import Environment, Transition
 from deltamem.errors import InvalidInputError
+from deltamem.store.location import resolve_bank
 from deltamem.testing import make_episode
 from deltamem.types import Task
 
@@ -135,7 +136,7 @@ def test_missing_extra_is_one_line_naming_it(monkeypatch, capsys):
     def no_uvicorn(*a, **kw):
         raise ModuleNotFoundError("No module named 'uvicorn'", name="uvicorn")
 
-    monkeypatch.setattr("deltamem.viewer.view", no_uvicorn)
+    monkeypatch.setattr("deltamem.server.viewer.view", no_uvicorn)
     monkeypatch.setattr(sys, "argv", ["deltamem", "view", "some.db"])
     with pytest.raises(SystemExit) as e:
         main()

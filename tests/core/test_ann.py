@@ -26,9 +26,10 @@ def naive_match(nodes: list[Node], q: np.ndarray, tau: float, eps: float, rule: 
     by_id = {n.id: n for n in nodes}
 
     def cos(n: Node) -> float:
+        # float64 products of the float32 components, summed by ddot (tree.py, Scores)
         e64 = np.asarray(n.embedding, dtype=np.float32).astype(np.float64)
-        den = math.sqrt(math.fsum((e64 * e64).tolist()) * math.fsum((q64 * q64).tolist()))
-        return min(1.0, max(-1.0, math.fsum((e64 * q64).tolist()) / den))
+        den = math.sqrt(float(np.dot(e64, e64)) * float(np.dot(q64, q64)))
+        return min(1.0, max(-1.0, float(np.dot(e64, q64)) / den))
 
     def path(n: Node) -> tuple[int, ...]:
         out: list[int] = []

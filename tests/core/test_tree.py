@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from deltamem.core.payload import Payload
-from deltamem.core.tree import Match, Node, ResidualTree
+from deltamem.core.tree import BestNode, Node, ResidualTree
 
 
 def vec(*xs: float) -> np.ndarray:
@@ -33,7 +33,7 @@ def node(i: str, e, *, parent=None, depth=1, label="SUCCESS", seq=0, kind=None) 
 
 def test_empty_tree_is_cold_start():
     m = ResidualTree("task", 2).match(vec(1, 0), 0.5, 0.05)
-    assert m == Match(None, None, 0.5, False)
+    assert m == BestNode(None, None, 0.5, False)
 
 
 def test_match_at_exactly_tau_is_accepted_and_just_below_is_not():
@@ -82,11 +82,11 @@ def test_attachment_rule_eq5():
     for d in range(2, 6):
         nodes.append(node(f"n{d}", vec(1, 0), parent=f"n{d - 1}", depth=d, seq=d))
     t = ResidualTree("task", 2, nodes)
-    assert t.attachment(Match(None, 0.1, 0.5, False), 5) == (None, 1)
-    assert t.attachment(Match("n3", 0.9, 0.5, True), 5) == ("n3", 4)
-    assert t.attachment(Match("n4", 0.9, 0.5, True), 5) == ("n4", 5)
+    assert t.attachment(None, 5) == (None, 1)
+    assert t.attachment("n3", 5) == ("n3", 4)
+    assert t.attachment("n4", 5) == ("n4", 5)
     # at D_max the new node becomes a sibling of v*
-    assert t.attachment(Match("n5", 0.9, 0.5, True), 5) == ("n4", 5)
+    assert t.attachment("n5", 5) == ("n4", 5)
 
 
 def test_add_rejects_unknown_parent_and_wrong_dim():
@@ -133,13 +133,17 @@ def test_single_thread_and_blas_kernels_give_identical_matches(monkeypatch):
     assert t._emb[: len(t)].size <= tree_mod.SINGLE_THREAD_MAX  # default: single-thread path
     calls = []
     real_rowdot = tree_mod._rowdot
-    monkeypatch.setattr(tree_mod, "_rowdot", lambda m, q: calls.append(1) or real_rowdot(m, q))
+    monkeypatch.setattr(tree_mod, "_rowdot",
+                        lambda m, q, out: calls.append(1) or real_rowdot(m, q, out))
     small = [t.match(q, 0.5, 0.05) for q in queries]
     assert len(calls) == len(queries)
-    monkeypatch.setattr(tree_mod, "SINGLE_THREAD_MAX", 0)  # force the BLAS path
+    monkeypatch.setattr(tree_mod, "GEMV_ONE_THREAD", 0)  # one dot per row
+    rows = [t.match(q, 0.5, 0.05) for q in queries]
+    assert len(calls) == 2 * len(queries)
+    monkeypatch.setattr(tree_mod, "SINGLE_THREAD_MAX", 0)  # force the BLAS thread pool
     big = [t.match(q, 0.5, 0.05) for q in queries]
-    assert len(calls) == len(queries)  # the single-thread kernel was not used again
-    assert small == big
+    assert len(calls) == 2 * len(queries)  # the single-thread kernel was not used again
+    assert small == rows == big
     assert {m.node_id for m in small} != {None}
 
 
@@ -151,7 +155,8 @@ def test_rowdot_without_vecdot_uses_einsum(monkeypatch):
     m = rng.standard_normal((50, 16), dtype=np.float32)
     q = rng.standard_normal(16, dtype=np.float32)
     monkeypatch.setattr(tree_mod, "_VECDOT", None)
-    out = tree_mod._rowdot(m, q)
+    monkeypatch.setattr(tree_mod, "GEMV_ONE_THREAD", 0)
+    out = tree_mod._rowdot(m, q, np.empty(50, np.float32))
     assert out.dtype == np.float32
     np.testing.assert_allclose(out, m.astype(np.float64) @ q.astype(np.float64), atol=1e-4)
 
@@ -177,3 +182,144 @@ def test_unknown_tie_rule_is_a_config_error():
 
     with pytest.raises(ConfigError, match="tie rule"):
         ResidualTree("task", 2, tie_rule="newest")  # type: ignore[arg-type]
+
+
+# -- the standing penalty (Eq. 6 extended) ---------------------------------------------------
+
+
+def test_a_node_whose_matches_keep_failing_loses_standing() -> None:
+    from deltamem.core.tree import standing_penalty
+
+    e = np.zeros(8, dtype=np.float32)
+    e[0] = 1.0
+    tree = ResidualTree("task", 8, failure_weight=0.1)
+    tree.add(node("a", e, seq=1))
+    tree.add(node("b", e, seq=2))
+    assert tree.match(e, 0.5, 0.05).node_id == "b"  # exact tie: the newer one
+    b = tree.get("b")
+    tree.replace(replace(b, failure_hits=1))
+    m = tree.match(e, 0.5, 0.05)
+    assert m.node_id == "a" and m.score == 1.0
+    assert tree.exact_scores(np.array([1]), e, 0.05)[0] == 1.0 - float(np.float32(0.05))
+    tree.replace(replace(b, failure_hits=1, success_hits=4))  # successes restore it
+    assert tree.get("b").failure_hits == 1
+    assert standing_penalty(4, 1, 0.1) == 0.1 / 6
+    # λ = 0: the paper's Eq. 6, failures counted but not scored
+    plain = ResidualTree("task", 8)
+    plain.add(node("a", e, seq=1))
+    plain.add(replace(node("b", e, seq=2), failure_hits=5))
+    assert plain.match(e, 0.5, 0.05).node_id == "b"
+
+
+# -- columns and text (what a tree keeps, what it reads from its details source) ------------
+
+
+def _random_tree_nodes(n: int = 40, d: int = 16, seed: int = 5) -> list[Node]:
+    rng = np.random.default_rng(seed)
+    nodes: list[Node] = []
+    for i in range(n):
+        parent = nodes[int(rng.integers(0, len(nodes)))] if nodes and i % 3 else None
+        if parent is not None and parent.depth >= 4:
+            parent = None
+        nodes.append(Node(
+            id=f"n{i}", tree="task", kind="ROOT" if parent is None else "RESIDUAL",
+            label="FAILURE" if i % 4 == 0 else "SUCCESS",
+            parent=None if parent is None else parent.id,
+            depth=1 if parent is None else parent.depth + 1, trigger=f"trigger {i}",
+            embedding=vec(*rng.normal(size=d)), payload=Payload(f"when {i}", f"do {i} " * i),
+            success_hits=i % 3, consolidated=i % 7 == 0, seq=i + 1,
+            origin="consolidated" if i % 7 == 0 else "extracted",
+            source=f"n{i - 1}" if i % 7 == 0 and i else None, episode_id=f"e{i}",
+            created_at=float(i), failure_hits=i % 2, last_used=i * 2,
+        ))  # fmt: skip
+    return nodes
+
+
+def _same(a: Node, b: Node) -> bool:
+    return a == b and np.array_equal(a.embedding, b.embedding)
+
+
+class Source:
+    """A details source over a dict of nodes that counts what it was asked for."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        self.by_id = {n.id: n for n in nodes}
+        self.asked: list[list[str]] = []
+
+    def __call__(self, ids):
+        self.asked.append(list(ids))
+        return [self.by_id[i] for i in ids if i in self.by_id]
+
+
+def test_nodes_read_back_are_the_nodes_added_with_or_without_a_details_source():
+    nodes = _random_tree_nodes()
+    held = ResidualTree("task", 16, nodes)
+    lazy = ResidualTree("task", 16, nodes, details=Source(nodes))
+    for t in (held, lazy):
+        assert all(_same(a, b) for a, b in zip(t, nodes, strict=True))
+        assert _same(t.get("n17"), nodes[17])
+        chain = t.chain("n38")
+        assert [n.id for n in chain] == t.chain_ids("n38")
+        assert chain[-1].id == "n38" and chain[0].parent is None
+        assert all(_same(n, nodes[int(n.id[1:])]) for n in chain)
+        assert [n.id for n in t.children(None)] == [n.id for n in nodes if n.parent is None]
+
+
+def test_scoring_and_state_read_no_text_and_chains_are_cached():
+    nodes = _random_tree_nodes()
+    src = Source(nodes)
+    t = ResidualTree("task", 16, nodes, details=src)
+    q = nodes[20].embedding
+    m = t.match(q, 0.5, 0.05)
+    t.scores(q, 0.05)
+    t.state("n3")
+    t.set_state("n3", 5, True, 2)
+    assert t.ids() == [n.id for n in nodes] and t.summary()["consolidated"] >= 1
+    t.attachment("n20", 5)
+    assert src.asked == []  # nothing above reads a node's text
+    chain = t.chain(m.node_id)
+    assert src.asked == [[n.id for n in chain]]
+    t.chain(m.node_id)  # the recalled chain again: from the cache
+    assert len(src.asked) == 1
+    got = t.get("n3")
+    assert (got.success_hits, got.consolidated, got.failure_hits) == (5, True, 2)
+    assert got.payload == nodes[3].payload and got.last_used == nodes[3].last_used
+
+
+def test_a_node_its_source_no_longer_has_is_a_clear_error():
+    from deltamem.errors import StoreError
+
+    nodes = _random_tree_nodes(5)
+    src = Source(nodes)
+    t = ResidualTree("task", 16, nodes, details=src)
+    del src.by_id["n2"]
+    with pytest.raises(StoreError, match="no longer stored"):
+        t.get("n2")
+
+
+def test_summary_counts_what_the_nodes_say():
+    nodes = _random_tree_nodes()
+    s = ResidualTree("task", 16, nodes, details=Source(nodes)).summary()
+    roots = [n for n in nodes if n.kind == "ROOT"]
+    assert s["kind"] == {"ROOT": len(roots), "RESIDUAL": len(nodes) - len(roots)}
+    fails = sum(n.label == "FAILURE" for n in nodes)
+    assert s["label"] == {"SUCCESS": len(nodes) - fails, "FAILURE": fails}
+    assert s["consolidated"] == sum(n.consolidated for n in nodes)
+    assert s["failure_hits"] == sum(n.failure_hits for n in nodes)
+    assert s["tokens"]["ROOT"] == (sum(len(n.payload.text.split()) for n in roots), len(roots))
+
+
+def test_vectors_of_any_length_score_as_their_cosine():
+    """Rows and queries that are not unit length (the filter skips the scaling only for
+    unit ones) give the match of their normalised versions, and the same cosine: scaled by
+    powers of two, every product and sum scales exactly, so the scores are equal."""
+    nodes = _random_tree_nodes()
+    unit_tree = ResidualTree("task", 16, nodes)
+    scaled = [replace(n, embedding=n.embedding * np.float32(2.0 ** (i % 5 - 2)))
+              for i, n in enumerate(nodes)]
+    scaled_tree = ResidualTree("task", 16, scaled)
+    rng = np.random.default_rng(9)
+    for _ in range(30):
+        q = vec(*rng.normal(size=16))
+        a = unit_tree.match(q, 0.3, 0.05)
+        assert scaled_tree.match(q * np.float32(4.0), 0.3, 0.05) == a

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from embed_helpers import write_tiny_bert
 
 from deltamem.errors import EmbedderError
+
+from .embed_helpers import write_tiny_bert
 
 
 @pytest.fixture(scope="session")

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from embed_helpers import reference_embed
 
 from deltamem.embed import Embedder, MiniLMEmbedder
 from deltamem.embed import minilm as minilm_module
 from deltamem.errors import EmbedderError
+
+from .embed_helpers import reference_embed
 
 pytestmark = pytest.mark.model
 

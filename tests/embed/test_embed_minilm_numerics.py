@@ -12,13 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from embed_helpers import TINY_WORDS, reference_embed, write_tiny_bert
 from hypothesis import given
 from hypothesis import strategies as st
 
 from deltamem.embed import Embedder
 from deltamem.embed.minilm import MiniLMEmbedder, erf, gelu
 from deltamem.errors import ConfigError, EmbedderError, InvalidInputError
+
+from .embed_helpers import TINY_WORDS, reference_embed, write_tiny_bert
 
 SENTENCES = [
     "the cat sits on the mat",

@@ -349,3 +349,58 @@ def test_cache_is_reused_and_temporary_dir_removed(tmp_path: Path) -> None:
     assert made.read_bytes() == path.read_bytes()
     temp.close()
     assert not made.exists()
+
+
+# --- a drifting stream: placement regimes -------------------------------------------------------
+
+
+def test_home_types_move_at_the_drift_and_keys_name_the_regime() -> None:
+    from deltamem.envs.household.generator import home_type, placement_regime
+
+    places = {"CounterTop", "Fridge", "SinkBasin", "DiningTable"}
+    a, b = home_type("a", "Egg", places), home_type("b", "Egg", places)
+    assert a in places and b in places and a != b
+    assert home_type("a", "Egg", places) == a  # a fixed ranking, not a draw
+    assert home_type("a", "Egg", {"Fridge"}) == home_type("b", "Egg", {"Fridge"}) == "Fridge"
+    assert home_type("a", "Egg", set()) is None
+    assert placement_regime("1-3@b") == "b" and placement_regime("1-3") is None
+    for bad in ("1-3@c", "@a"):
+        with pytest.raises(InvalidInputError):
+            placement_regime(bad)
+    with pytest.raises(InvalidInputError):
+        home_type("c", "Egg", places)
+
+
+def test_a_regime_puts_every_object_in_its_home_type() -> None:
+    _engine()
+    from deltamem.envs.household.generator import build_problem, home_type
+
+    for seed in range(6):
+        for regime in ("a", "b"):
+            p = build_problem("seen", "pick_and_place_simple", random.Random(seed), regime)
+            recep_type = {rid.lower(): t for rid, t in
+                          re.findall(r"\(receptacleType (\S+) (\S+)Type\)", p.text)}
+            present = set(recep_type.values())
+            goal = p.traj["pddl_params"]["parent_target"]
+            init = p.text.split("(:goal")[0]
+            for oid, rid in re.findall(r"\(inReceptacle (\S+) (\S+)\)", init):
+                kind = oid.split("_bar_")[0]
+                if kind in catalog.LAMPS:
+                    continue
+                allowed = set(catalog.OBJECTS[kind].places) & present
+                if kind == p.traj["pddl_params"]["object_target"]:
+                    allowed -= {goal}
+                assert recep_type[rid.lower()] == home_type(regime, kind, allowed), (seed, oid)
+            assert p.traj["placement_regime"] == regime
+
+
+def test_drift_after_splits_every_stream_into_two_regimes(tmp_path: Path) -> None:
+    from deltamem.envs.household import HouseholdEnv
+
+    env = HouseholdEnv(cache_dir=tmp_path, n=6, drift_after=4)
+    ids = env.task_ids("seen", seed=0)
+    assert [i.rsplit("@", 1)[1] for i in ids] == ["a"] * 4 + ["b"] * 2
+    plain = HouseholdEnv(cache_dir=tmp_path, n=6).task_ids("seen", seed=0)
+    assert [i.rsplit("@", 1)[0] for i in ids] == plain  # the same tasks, other placements
+    with pytest.raises(ConfigError):
+        HouseholdEnv(n=6, drift_after=-1).task_ids("seen")

@@ -19,6 +19,7 @@ from deltamem.envs.scienceworld import (
     default_max_steps,
     parse_task_id,
     sample_variations,
+    teleport_walks,
 )
 from deltamem.errors import ConfigError
 from deltamem.types import Task
@@ -158,6 +159,30 @@ def test_calls_before_reset_raise():
         env.admissible_actions()
 
 
+def test_teleport_walks_make_each_walk_through_doors_one_teleport():
+    gold = ["open door to hallway", "go to hallway", "open door to kitchen", "go to kitchen",
+            "look around", "pick up thermometer", "open door to hallway", "go to hallway",
+            "look around", "open cupboard", "go to art studio", "focus on paint",
+            "open door to outside"]
+    assert teleport_walks(gold) == [
+        "teleport to kitchen", "look around", "pick up thermometer", "teleport to hallway",
+        "look around", "open cupboard", "teleport to art studio", "focus on paint"]
+    # not rooms: doors of things and moves to things stay
+    kept = ["open door to cupboard", "go to table", "open fridge"]
+    assert teleport_walks(kept) == kept
+    assert teleport_walks([]) == []
+
+
+@given(st.lists(st.sampled_from(["open door to kitchen", "go to kitchen", "go to hallway",
+                                 "look around", "open fridge", "wait1"]), max_size=12))
+def test_teleport_walks_never_lengthens_and_keeps_every_other_action(actions):
+    out = teleport_walks(actions)
+    assert len(out) <= len(actions)
+    others = [a for a in actions if not a.startswith(("open door to", "go to"))]
+    assert [a for a in out if not a.startswith("teleport to")] == others
+    assert not any(a.startswith(("open door to", "go to")) for a in out)
+
+
 # -- the real engine -------------------------------------------------------------------------
 
 
@@ -219,6 +244,41 @@ def test_gold_sequence_succeeds(sw):
     assert t is not None and t.done and t.success and t.score == 1.0
     with pytest.raises(RuntimeError, match="over"):
         sw.step("look around")
+
+
+@pytest.mark.envs
+@pytest.mark.slow
+def test_solution_teleports_and_still_wins(sw):
+    task = sw.reset("chemistry-mix-paint-secondary-color:0")
+    walked = sw.gold_actions(task.id)
+    sw.reset(task.id)
+    plan = sw.solution()
+    assert plan is not None and len(plan) < len(walked)
+    assert any(a.startswith("teleport to ") for a in plan)
+    assert not any(a.startswith(("go to ", "open door to ")) for a in plan)
+    t = None
+    for action in plan:
+        t = sw.step(action)
+        if t.done:
+            break
+    assert t is not None and t.success
+    plain = ScienceWorldEnv(teleport_solution=False)
+    assert plain.get_params()["teleport_solution"] is False
+
+
+@pytest.mark.envs
+@pytest.mark.slow
+def test_an_action_the_engine_refuses_is_not_listed_until_the_world_changes(sw):
+    sw.reset("boil:15")  # ice cream, in the kitchen's closed freezer
+    sw.step("teleport to kitchen")
+    assert "focus on ice cream" in sw.admissible_actions()  # listed, although out of reach
+    assert not sw.step("focus on ice cream").valid
+    assert "focus on ice cream" not in sw.admissible_actions()
+    sw.step("look around")  # only a look: still refused
+    assert "focus on ice cream" not in sw.admissible_actions()
+    assert sw.step("open freezer").valid
+    assert "focus on ice cream" in sw.admissible_actions()
+    assert sw.step("focus on ice cream").valid
 
 
 @pytest.mark.envs

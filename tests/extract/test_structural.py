@@ -84,3 +84,57 @@ def test_invalid_llm_output_is_rejected_logged_and_never_stored(caplog):
         sum("rejected" in r.message or "invalid" in r.message.lower() for r in caplog.records) >= 2
     )
     assert llm.usage.by_purpose["extract"].calls == 4  # one repair retry per role
+
+
+def _sw_episode(success: bool = True):
+    from dataclasses import replace
+
+    look_kitchen = ("This room is called the kitchen. In it, you see: \n\tthe agent\n\t"
+                    "a substance called air\n\ta counter. On the counter is: a bowl (containing "
+                    "a red apple, a banana), a drawer.\n\ta oven, which is turned off. The oven "
+                    "door is closed. \n\ta thermometer, currently reading a temperature of 10 "
+                    "degrees celsius\nYou also see:\n\tA door to the hallway (that is open)")
+    ep = make_episode(
+        goal="Your task is to boil chocolate. First, focus on the substance. Then, take "
+             "actions that will cause it to change its state of matter.",
+        scene="This room is called the hallway. In it, you see: \n\tthe agent\n\ta picture\n"
+              "You also see:\n\tA door to the kitchen (that is open)",
+        actions=[
+            ("open door to kitchen", "The door is already open."),
+            ("teleport to kitchen", "You teleport to the kitchen."),
+            ("look around", look_kitchen),
+            ("pick up thermometer", "You move the thermometer to the inventory."),
+            ("0", "No known action matches that input."),
+            ("focus on chocolate", "You focus on the chocolate."),
+            ("look around", look_kitchen),
+        ],
+        domain="scienceworld", success=success)
+    return replace(ep, task=replace(ep.task, observation=ep.task.scene))
+
+
+def test_scienceworld_skill_drops_no_ops_and_keeps_template_words():
+    p = X.extract("task_root_success", _sw_episode(), [], "scienceworld")
+    assert p is not None
+    lines = p.procedure.splitlines()
+    assert lines[:5] == ["1. teleport to kitchen", "2. look around", "3. pick up thermometer",
+                         "4. focus on {A}", "5. look around"]
+    assert "open door to kitchen" not in p.procedure  # the door was already open: a no-op
+    assert "0" not in [ln.split(". ", 1)[-1] for ln in lines]
+    assert "{A} = e.g. chocolate" in p.activation
+    # the rooms where the handled items were, with the goal's words abstracted
+    assert "- thermometer: found in/on kitchen" in lines
+    assert "- {A}: found in/on kitchen" in lines
+
+
+def test_scienceworld_knowledge_maps_items_to_rooms_handled_first():
+    p = X.extract("env_root", _sw_episode(), [], "scienceworld")
+    facts = [ln[2:] for ln in p.procedure.splitlines()]
+    assert facts[0] == "thermometer: found in/on kitchen"  # handled by the episode: first
+    for item in ("counter", "bowl", "red apple", "banana", "drawer", "oven", "picture"):
+        room = "hallway" if item == "picture" else "kitchen"
+        assert f"{item}: found in/on {room}" in facts, item
+    assert not any(f.startswith(("agent", "air", "door to", "which")) for f in facts)
+    assert "pitfall: 'open door to kitchen' had no effect" in facts
+    # the same episode in another domain is read with the household rules
+    other = X.extract("env_root", _sw_episode(), [], "generic")
+    assert "thermometer: found in/on kitchen" not in other.procedure

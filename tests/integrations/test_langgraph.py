@@ -13,7 +13,6 @@ from pydantic import Field
 
 pytest.importorskip("langgraph")
 
-from integration_game import Session, ToyKitchen
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
@@ -25,7 +24,9 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from deltamem import DeltaMem, Task
 from deltamem.embed import HashingEmbedder
 from deltamem.integrations.langgraph import GraphMemory, tool_action
-from deltamem.integrations.recorder import EpisodeRecorder
+from deltamem.recorder import EpisodeRecorder
+
+from .integration_game import Session, ToyKitchen
 
 
 class PolicyChatModel(BaseChatModel):

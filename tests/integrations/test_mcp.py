@@ -28,8 +28,8 @@ from mcp.shared.exceptions import MCPError
 from deltamem.embed import HashingEmbedder
 from deltamem.errors import ConfigError
 from deltamem.integrations.mcp.server import build_server, http_app
-from deltamem.integrations.mcp.service import BankService, is_single_bank
-from deltamem.server.auth import KeyRing
+from deltamem.integrations.mcp.tools import BankService, is_single_bank
+from deltamem.service.keys import KeyRing
 
 GOAL = "put a clean apple in fridge"
 SCENE = "You are in the middle of a kitchen. You see a countertop 1, a sinkbasin 1, a fridge 1."
@@ -157,6 +157,31 @@ def test_stdio_bad_input_is_a_tool_error_and_the_server_keeps_serving(tmp_path: 
     assert "bank name must match" in texts[8]
     assert "no bank named 'never-made'" in texts[9]
     assert last == (False, "")  # still serving, and nothing was written by the bad calls
+
+
+def test_stdio_learn_without_success_asks_the_servers_judge(tmp_path: Path) -> None:
+    judged = stdio_params(str(tmp_path / "judged.db"), "--judge", "scripted")
+
+    async def go() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with Client(judged) as client:
+            won = await client.call_tool("learn", {"goal": GOAL, "scene": SCENE, "steps": STEPS})
+            out["won"] = won.structured_content
+            unsure = await client.call_tool("learn", {
+                "goal": "water the plants", "steps": [{"action": "look", "observation": "x"}]})
+            out["unsure"] = unsure.structured_content
+        async with Client(stdio_params(str(tmp_path / "plain.db"))) as client:
+            bad = await client.call_tool("learn", {"goal": GOAL, "steps": STEPS})
+            out["bad"] = (bad.is_error, bad.content[0].text)
+        return out
+
+    out = run(go())
+    assert out["won"]["verdict"]["outcome"] == "success"
+    assert out["won"]["verdict"]["judge"] == "scripted"
+    assert [c["kind"] for c in out["won"]["changes"]] == ["written", "written"]
+    assert out["unsure"]["verdict"]["outcome"] == "uncertain"
+    assert [(c["kind"], c["source"]) for c in out["unsure"]["changes"]] == [("skipped", "judge")]
+    assert out["bad"][0] and "success is required" in out["bad"][1]
 
 
 # -- streamable HTTP --------------------------------------------------------------------------

@@ -15,12 +15,13 @@ import pytest
 pytest.importorskip("agents")
 
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
-from integration_game import Session, ToyKitchen
 
 from agents import Agent, RunConfig, function_tool, set_tracing_disabled
 from deltamem import DeltaMem, Recall
 from deltamem.embed import HashingEmbedder
 from deltamem.integrations.openai_agents import MemoryHooks, run_with_memory
+
+from .integration_game import Session, ToyKitchen
 
 set_tracing_disabled(True)
 OFFLINE = RunConfig(tracing_disabled=True)

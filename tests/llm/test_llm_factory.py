@@ -11,6 +11,7 @@ from deltamem.errors import ConfigError
 from deltamem.llm import (
     LLMClient,
     LocalLLM,
+    LogProbSampler,
     OpenAICompatLLM,
     RecordReplayLLM,
     ScriptedLLM,
@@ -20,9 +21,22 @@ from deltamem.llm import (
 
 def test_public_names_are_pinned() -> None:
     assert sorted(llm_pkg.__all__) == [
-        "BaseLLM", "Completion", "LLMClient", "LocalLLM", "Message", "OpenAICompatLLM",
-        "RecordReplayLLM", "ScriptedLLM", "make_llm",
+        "BaseLLM", "Completion", "LLMClient", "LocalLLM", "LogProbSampler", "Message",
+        "OpenAICompatLLM", "RecordReplayLLM", "ScoredSample", "ScriptedLLM", "make_llm",
     ]
+
+
+def test_copilot_spec_reaches_the_training_package_by_name(tmp_path: Path) -> None:
+    # the entry point is resolved on use; an unknown copilot backend fails before any model
+    with pytest.raises(ConfigError, match="unknown copilot backend"):
+        make_llm(f"copilot:{tmp_path}", role="success", backend="onnx")
+    with pytest.raises(ConfigError, match="bad options"):
+        make_llm(f"copilot:{tmp_path}")  # the role is required
+
+
+def test_only_the_local_model_samples_with_logprobs() -> None:
+    assert isinstance(make_llm("local"), LogProbSampler)
+    assert not isinstance(make_llm("scripted"), LogProbSampler)
 
 
 def test_local_specs() -> None:

@@ -1,42 +1,17 @@
-"""LocalLLM: grammar helpers and error paths (fast), real SmolLM2 calls (model, slow)."""
+"""LocalLLM: error paths (fast), real SmolLM2 calls (model, slow)."""
 
 from __future__ import annotations
 
 import builtins
 import json
-import re
 import sys
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from deltamem.errors import ConfigError, LLMUnavailableError
-from deltamem.llm.local import LocalLLM, choices_gbnf, default_model_path, gbnf_literal
+from deltamem.llm.local import LocalLLM, default_model_path
 
 MSGS = [{"role": "user", "content": "hi"}]
-
-
-def decode_gbnf_literal(lit: str) -> str:
-    """Reference decoder for the escapes GBNF string literals accept."""
-    assert lit[0] == lit[-1] == '"'
-    simple = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
-    return re.sub(r'\\(x[0-9A-F]{2}|.)',
-                  lambda m: chr(int(m[1][1:], 16)) if m[1][0] == "x" else simple[m[1]], lit[1:-1])
-
-
-@given(st.text(max_size=30))
-def test_gbnf_literal_round_trips(text: str) -> None:
-    lit = gbnf_literal(text)
-    assert decode_gbnf_literal(lit) == text
-    assert "\n" not in lit and not re.search(r'(?<!\\)"', lit[1:-1])
-
-
-def test_choices_gbnf_shape() -> None:
-    g = choices_gbnf(['say "hi"', "back\\slash", "go north", "go north"])
-    assert g == 'root ::= "say \\"hi\\"" | "back\\\\slash" | "go north"\n'
-    with pytest.raises(ConfigError):
-        choices_gbnf(["a", ""])
 
 
 def test_default_model_path_found_in_distribution() -> None:
@@ -210,3 +185,27 @@ def test_factory_passes_the_backend_choice() -> None:
     assert make_llm("local").backend == "llama-cpp-py-sync"  # type: ignore[attr-defined]
     with pytest.raises(ConfigError):
         make_llm("local", backend="nope")
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_thread_budget_is_followed_at_each_call(smol: LocalLLM) -> None:
+    from deltamem.llm import local
+
+    free = LocalLLM(n_ctx=512, n_threads=None)
+    fixed = LocalLLM(n_ctx=512, n_threads=1)
+    budget = [1]
+    local.set_thread_budget(lambda: budget[0])
+    try:
+        for llm in (free, fixed):
+            llm.complete(MSGS, purpose="act", choices=["a", "b"])
+        core = free._engine.core  # type: ignore[union-attr]
+        assert core.lib.llama_n_threads(core.ctx) == 1
+        budget[0] = 2  # a side-by-side run finished: its cores are free
+        for llm in (free, fixed):
+            llm.complete(MSGS, purpose="act", choices=["a", "b"])
+        assert core.lib.llama_n_threads(core.ctx) == 2
+        fixed_core = fixed._engine.core  # type: ignore[union-attr]
+        assert fixed_core.lib.llama_n_threads(fixed_core.ctx) == 1  # n_threads given: kept
+    finally:
+        local.set_thread_budget(None)

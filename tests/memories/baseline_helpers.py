@@ -9,7 +9,7 @@ from typing import Any
 from deltamem.embed import HashingEmbedder
 from deltamem.llm import ScriptedLLM
 from deltamem.memories.awm import AWM
-from deltamem.memories.baseline import FlatMemory
+from deltamem.memories.flat import FlatMemory
 from deltamem.memories.reasoningbank import ReasoningBank
 from deltamem.memories.synapse import Synapse
 from deltamem.testing import TableEmbedder, make_episode

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
 from pathlib import Path
 
 import pytest
-from baseline_helpers import SYSTEMS, H, good_answer
 
 from deltamem.bench import RunConfig, read_episodes, run
 from deltamem.envs.base import Environment, Transition
 from deltamem.llm import ScriptedLLM
 from deltamem.types import Task
+
+from .baseline_helpers import SYSTEMS, H, good_answer
 
 
 class DoorEnv(Environment):
@@ -70,10 +69,3 @@ def test_online_run(system, extractor, tmp_path: Path):
         assert "extract" in purposes
     else:
         assert purposes == {"act"}
-
-
-@pytest.mark.parametrize("module", ["synapse", "awm", "reasoningbank"])
-def test_docstring_examples_run(module):
-    mod = importlib.import_module(f"deltamem.memories.{module}")
-    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0

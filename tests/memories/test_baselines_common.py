@@ -7,7 +7,18 @@ import logging
 import sqlite3
 
 import pytest
-from baseline_helpers import (
+
+from deltamem import DeltaMem
+from deltamem.embed import HashingEmbedder
+from deltamem.errors import ConfigError, EmbedderMismatchError, InvalidInputError, StoreError
+from deltamem.llm import ScriptedLLM
+from deltamem.memories import awm, list_memories, make_memory, reasoningbank
+from deltamem.memories.flat import load_prompt
+from deltamem.store.items import ItemStore
+from deltamem.testing import check_memory, make_episode
+from deltamem.types import Episode, Step, Task
+
+from .baseline_helpers import (
     LLM_SYSTEMS,
     SYSTEMS,
     H,
@@ -16,16 +27,6 @@ from baseline_helpers import (
     good_llm,
     open_memory,
 )
-
-from deltamem import DeltaMem
-from deltamem.embed import HashingEmbedder
-from deltamem.errors import ConfigError, EmbedderMismatchError, InvalidInputError, StoreError
-from deltamem.llm import ScriptedLLM
-from deltamem.memories import awm, list_memories, make_memory, reasoningbank
-from deltamem.memories.baseline import load_prompt
-from deltamem.store.items import ItemStore
-from deltamem.testing import check_memory, make_episode
-from deltamem.types import Episode, Step, Task
 
 MODES = ("deterministic", "llm")
 ALL = [(s, m) for s in SYSTEMS for m in MODES]

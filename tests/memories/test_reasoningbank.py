@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from baseline_helpers import HEAT_STEPS, LESSONS, MUG_STEPS, H, good_llm, table, unit
 
 from deltamem.llm import ScriptedLLM
 from deltamem.memories.reasoningbank import (
@@ -14,6 +13,8 @@ from deltamem.memories.reasoningbank import (
 )
 from deltamem.testing import make_episode
 from deltamem.types import Step, Task
+
+from .baseline_helpers import HEAT_STEPS, LESSONS, MUG_STEPS, H, good_llm, table, unit
 
 
 def test_failures_are_kept_as_warnings():

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from baseline_helpers import HEAT_STEPS, MUG_STEPS, H, good_llm, table, unit
 
 from deltamem.errors import ConfigError
 from deltamem.memories.synapse import Synapse
 from deltamem.testing import make_episode
+
+from .baseline_helpers import HEAT_STEPS, MUG_STEPS, H, good_llm, table, unit
 
 
 def test_cold_start_recalls_nothing():
@@ -36,7 +37,7 @@ def test_recalls_the_nearest_trajectory_as_exemplar():
     a = make_episode("goal a", actions=MUG_STEPS, scene="", episode_id="a")
     b = make_episode("goal b", actions=HEAT_STEPS, scene="", episode_id="b")
     q = make_episode("goal q", scene="", episode_id="q")
-    keys = {ep.id: Synapse.query_text(ep.task) for ep in (a, b, q)}
+    keys = {ep.id: ep.task.goal for ep in (a, b, q)}
     emb = table({keys["a"]: unit(0.2), keys["b"]: unit(0.9), keys["q"]: unit(1.0)})
     mem = Synapse.open(embedder=emb)
     ids = {ep.id: mem.learn(ep).written[0].id for ep in (a, b)}
@@ -52,9 +53,9 @@ def test_recalls_the_nearest_trajectory_as_exemplar():
 def test_k_recalls_several_by_decreasing_similarity():
     eps = [make_episode(f"goal {n}", scene="", episode_id=str(n)) for n in range(3)]
     q = make_episode("goal q", scene="")
-    emb = table({Synapse.query_text(e.task): unit(c) for e, c in zip(eps, (0.3, 0.8, 0.6),
+    emb = table({e.task.goal: unit(c) for e, c in zip(eps, (0.3, 0.8, 0.6),
                                                                     strict=True)}
-                | {Synapse.query_text(q.task): unit(1.0)})
+                | {q.task.goal: unit(1.0)})
     mem = Synapse.open(embedder=emb, k=2)
     for e in eps:
         mem.learn(e)
@@ -63,9 +64,20 @@ def test_k_recalls_several_by_decreasing_similarity():
     assert r.text.index("Task: goal 1") < r.text.index("Task: goal 2")
 
 
-def test_query_uses_goal_and_scene():
+def test_query_is_the_goal_text_and_the_scene_only_when_asked(tmp_path):
     task = make_episode().task
-    assert Synapse.query_text(task) == f"{task.goal}\n{task.scene}"
+    assert Synapse.open(embedder=H).query_text(task) == task.goal
+    assert Synapse.open(embedder=H, with_scene=True).query_text(task) == \
+        f"{task.goal}\n{task.scene}"
+    abstract = Synapse.open(embedder=H, query_text="abstract")
+    assert abstract.query_text(task) == "put a clean {A} in {B}"
+    # a bank keeps the text its keys were built with
+    mem = Synapse.open(tmp_path / "b.db", embedder=H, query_text="abstract")
+    mem.learn(make_episode(episode_id="s"))
+    mem.close()
+    with pytest.raises(ConfigError, match="query_text"):
+        Synapse.open(tmp_path / "b.db", embedder=H, query_text="goal")
+    assert Synapse.open(tmp_path / "b.db", embedder=H).config.query_text == "abstract"
 
 
 def test_long_trajectories_are_cut_to_the_budget():

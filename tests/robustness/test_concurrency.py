@@ -14,7 +14,8 @@ import sys
 import traceback
 
 import pytest
-from bank_checks import WORKERS, check_invariants, episode_for, open_bank, replay, snapshot
+
+from .bank_checks import WORKERS, check_invariants, episode_for, open_bank, replay, snapshot
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 

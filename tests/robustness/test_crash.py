@@ -23,7 +23,8 @@ import sys
 import time
 
 import pytest
-from bank_checks import (
+
+from .bank_checks import (
     check_invariants,
     episode_for,
     learned_ids,

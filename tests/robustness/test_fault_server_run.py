@@ -9,9 +9,7 @@ the server saw, retries = transport faults it served.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,15 +26,9 @@ KINDS = ("500", "nonjson", "429", "close", "offschema", "timeout")
 
 def corridor():
     """The runner tests' corridor game (offline, no extra package)."""
-    path = Path(__file__).parents[1] / "bench" / "bench_toys.py"
-    spec = importlib.util.spec_from_file_location("fault_run_toys", path)
-    assert spec is not None and spec.loader is not None
-    mod = sys.modules.get(spec.name)
-    if mod is None:
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = mod  # dataclasses look their module up
-        spec.loader.exec_module(mod)
-    return mod.CorridorEnv()
+    from tests.bench.bench_toys import CorridorEnv
+
+    return CorridorEnv()
 
 
 def plan(index: int) -> str:

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 
 from deltamem.embed import HashingEmbedder
 from deltamem.errors import EmbedderMismatchError, InvalidImportError, StoreError
-from deltamem.memories.deltamem import DeltaMem
-from deltamem.store.sqlite import SQLiteStore, export_jsonl
+from deltamem.memories.deltamem import DeltaMem, check_bank_config
+from deltamem.store.jsonl import export_jsonl
+from deltamem.store.sqlite import SQLiteStore
 from deltamem.testing import make_episode
 
 DIM = 16
@@ -56,7 +57,8 @@ def emb(vec: Any) -> str:
 
 
 def fresh(tmp: Path) -> SQLiteStore:
-    return SQLiteStore(tmp / "bank.db")
+    """An empty bank whose imports check configurations as DeltaMem does."""
+    return SQLiteStore(tmp / "bank.db", config_check=check_bank_config)
 
 
 def assert_nothing_written(store: SQLiteStore) -> None:

@@ -29,7 +29,8 @@ from deltamem.errors import (
     StoreError,
 )
 from deltamem.memories.deltamem import DeltaMem
-from deltamem.store.sqlite import SQLiteStore, export_jsonl
+from deltamem.store.jsonl import export_jsonl
+from deltamem.store.sqlite import SQLiteStore
 from deltamem.testing import make_episode
 
 EMB = HashingEmbedder(dim=32)
@@ -152,10 +153,10 @@ def test_a_run_on_a_read_only_bank_fails_before_any_llm_call(tmp_path: Path) -> 
     cfg = RunConfig(run_dir=run_dir, env="corridor", split="test", episodes=2,
                     memory="deltamem", embedder="hashing:32", llm="scripted",
                     init_bank=init)
-    from test_fault_server_run import corridor
+    from tests.bench.bench_toys import CorridorEnv
 
     llm = ScriptedLLM()
-    env = corridor()
+    env = CorridorEnv()
     original = SQLiteStore.check_writable
 
     def any_run_bank_is_read_only(self: SQLiteStore) -> None:

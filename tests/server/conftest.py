@@ -10,7 +10,8 @@ import os
 import uuid
 
 import pytest
-from server_cases import Service, make_service
+
+from .server_cases import Service, make_service
 
 PG_URL = os.environ.get("DELTAMEM_TEST_PG_URL", "")
 

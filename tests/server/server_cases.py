@@ -67,7 +67,7 @@ def make_service(storage: str, tenants: tuple[str, str], **kw) -> Service:
 
     from deltamem.embed import HashingEmbedder
     from deltamem.server.app import create_app
-    from deltamem.server.auth import KeyRing
+    from deltamem.service.keys import KeyRing
 
     emb = kw.pop("embedder", None) or HashingEmbedder(dim=64)
     app = create_app(

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from server_cases import GOALS, KEY_A
 
 from deltamem import DeltaMem
 from deltamem.errors import InvalidInputError, StoreError
 from deltamem.testing import make_episode
+
+from .server_cases import GOALS, KEY_A
 
 pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from server_cases import GOALS, episode_body, learn, task_body
 
 from deltamem.core.payload import Payload
 from deltamem.llm.scripted import ScriptedLLM
 from deltamem.testing import make_episode
+
+from .server_cases import GOALS, episode_body, learn, task_body
 
 
 def test_learn_then_recall_stats_tree_explain(service):
@@ -164,7 +165,7 @@ def test_delete_removes_the_bank_and_its_storage(service):
 def test_delete_waits_for_requests_using_the_bank(service):
     import threading
 
-    from deltamem.server.banks import BankNotFound
+    from deltamem.service.banks import BankNotFound
 
     learn(service, service.a(), "busy")
     banks = service.app.state.service.banks

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_cases import GOALS, episode_body, learn, task_body
+
+from .server_cases import GOALS, episode_body, learn, task_body
 
 pytest.importorskip("fastapi")
 
@@ -184,10 +185,11 @@ def test_a_full_disk_is_503_with_nothing_half_written(sqlite_service, monkeypatc
 
 def test_no_error_detail_names_a_path(sqlite_service) -> None:
     from fastapi.testclient import TestClient
-    from server_cases import KEY_A
 
     from deltamem.server.app import create_app
-    from deltamem.server.auth import KeyRing
+    from deltamem.service.keys import KeyRing
+
+    from .server_cases import KEY_A
 
     svc = sqlite_service
     assert learn(svc, svc.a(), "b").status_code == 200

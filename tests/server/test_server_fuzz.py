@@ -14,7 +14,8 @@ schemathesis = pytest.importorskip("schemathesis")
 pytest.importorskip("fastapi")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
-from server_cases import KEY_A, learn, make_service  # noqa: E402
+
+from .server_cases import KEY_A, learn, make_service  # noqa: E402
 
 _svc = make_service(tempfile.mkdtemp(prefix="deltamem-fuzz-"), ("fuzz-a", "fuzz-b"))
 learn(_svc, _svc.a(), "b1")  # one populated bank, so reads of it get past 404

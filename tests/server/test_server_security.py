@@ -6,12 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from server_cases import ENDPOINTS, GOALS, episode_body, learn, task_body
 
 from deltamem.errors import ConfigError
 
+from .server_cases import ENDPOINTS, GOALS, episode_body, learn, task_body
+
 pytest.importorskip("fastapi")
-from deltamem.server.auth import KeyRing, add_key, hash_key
+from deltamem.service.keys import KeyRing, add_key, hash_key
 
 
 def call(svc, method, path, body, headers, bank="shared"):

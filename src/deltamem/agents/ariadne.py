@@ -17,8 +17,8 @@ Each step:
 4. **Decision** (purpose ``act``): ReAct-style JSON ``{"reason_for_action",
    "action_to_take"}`` choosing among the admissible actions plus ``go to
    <place>`` for every known place with a known route (the schema lists the
-   options as an enum). ``go to`` runs the moves of the shortest route over
-   spatial triplets, one environment step (and one ``observe``) each.
+   options as an enum). ``go to`` runs the moves of the route, one environment
+   step (and one ``observe``) each.
    An action that is not an option (or invalid output) is recorded with
    ``valid=False`` and :data:`~deltamem.agents.react.INVALID_OBSERVATION`
    without stepping the environment, as the ReAct agent does.
@@ -37,13 +37,22 @@ reason of at most 100, a main goal of at most 200; decision reason at most 200.
 command line), else from the defaults (5, ``keywords``, 5). A value given to
 the agent wins over the memory's.
 
-After every environment step the memory's :meth:`observe` is called; the
-opening observation is sent as ``Step("", task.observation)``. The plan is
-passed on with ``memory.note_plan(text)`` when the memory has that method.
-A memory with ``trials > 1`` (Reflexion) gets that many attempts: after a failed
-one the agent calls ``memory.reflect(episode)``, resets the environment to
-the same task and plays again with ``memory.recall(task)``. The returned
-episode is the last attempt; its usage covers all attempts.
+**What the agent uses of a memory.** The :class:`~deltamem.memory.Memory` contract:
+``recall(task)``, and ``observe(step)`` after every environment step (the opening
+observation is sent as ``Step("", task.observation)``; a returned recall replaces the
+working one). When the memory has them, three optional members, read with ``getattr``
+(the agent knows no memory system by name):
+
+* ``note_plan(text)``: the plan's sub-goals, after every planning call;
+* ``routes(details)``: ``"go to <place>"`` → its moves, from a recall's details (a
+  memory that knows places: AriGraph, whose recall carries the location and the
+  spatial triplets); without it no ``go to`` action is offered;
+* ``trials`` and ``reflect(episode)`` (Reflexion): with ``trials > 1``, after a failed
+  attempt the agent calls ``memory.reflect(episode)``, resets the environment to the
+  same task and plays again with ``memory.recall(task)``. The returned episode is the
+  last attempt; its usage covers all attempts.
+
+Its prompts are ``deltamem/prompts/ariadne/{plan,act,explore_check}.txt``.
 
 Step cap, rewards and outcome follow :class:`~deltamem.agents.react.ReActAgent`.
 """
@@ -61,11 +70,9 @@ from deltamem.agents.react import INVALID_OBSERVATION, without_loops
 from deltamem.envs.base import Environment, Transition
 from deltamem.errors import ConfigError, ExtractionError
 from deltamem.llm.base import LLMClient
-from deltamem.memories.arigraph.navigation import shortest_path
-from deltamem.memories.arigraph.prompts import render
-from deltamem.memories.arigraph.triplets import Triplet
-from deltamem.memories.baseline import ask_json
+from deltamem.llm.structured import ask_json
 from deltamem.memory import Memory
+from deltamem.templates import render_prompt
 from deltamem.types import Episode, Recall, Step, Task, Usage
 
 __all__ = [
@@ -73,7 +80,6 @@ __all__ = [
     "AriadneAgent",
     "Plan",
     "decision_schema",
-    "goto_options",
     "needs_exploration",
     "plan_schema",
 ]
@@ -135,7 +141,6 @@ _EXPLORE_SCHEMA: dict[str, Any] = {
 }
 _EXPLORE_WORDS = re.compile(r"\b(?:find|locate|explore|search|look for|discover|where)\b",
                             re.IGNORECASE)
-_GOTO = re.compile(r"^go to (?:the )?(.+)$", re.IGNORECASE)
 _OBS_CHARS = 1500
 
 
@@ -158,22 +163,6 @@ class Plan:
 def needs_exploration(plan: Plan) -> bool:
     """Keyword exploration check: the first sub-goal asks to find, locate or explore."""
     return bool(plan.steps) and bool(_EXPLORE_WORDS.search(plan.steps[0][0]))
-
-
-def goto_options(details: Mapping[str, Any]) -> dict[str, list[str]]:
-    """``"go to <place>"`` → its move commands, for every known place reachable from the
-    current location over the spatial triplets in a recall's ``details``."""
-    here = details.get("location")
-    spatial = [Triplet.from_obj(t) for t in details.get("spatial") or ()]
-    if not here or not spatial:
-        return {}
-    places = sorted({t.subject for t in spatial} | {t.object for t in spatial})
-    out: dict[str, list[str]] = {}
-    for place in places:
-        route = shortest_path(spatial, here, place)
-        if route:
-            out[f"go to {place}"] = route
-    return out
 
 
 @dataclass
@@ -269,7 +258,7 @@ class AriadneAgent:
             self._plan(wm, memory)
             admissible = tuple(env.admissible_actions())
             options = without_loops(admissible, task.observation, steps, self.repeat_limit)
-            routes = goto_options(wm.recall.details) if self.navigation else {}
+            routes = self._routes(memory, wm.recall) if self.navigation else {}
             reason, choice = self._decide(wm, options, routes)
             moves = routes.get(choice) if choice is not None else None
             if choice is None:
@@ -299,6 +288,12 @@ class AriadneAgent:
                        max_steps=cap, usage=self.llm.usage.since(before))
 
     @staticmethod
+    def _routes(memory: Memory | None, recall: Recall) -> Mapping[str, list[str]]:
+        """``go to <place>`` → moves, from a memory that knows places (``routes``), else none."""
+        routes = getattr(memory, "routes", None)
+        return routes(recall.details) if callable(routes) else {}
+
+    @staticmethod
     def _observe(memory: Memory | None, step: Step, wm: _WorkingMemory) -> None:
         if memory is None:
             return
@@ -324,7 +319,7 @@ class AriadneAgent:
     def _plan(self, wm: _WorkingMemory, memory: Memory | None) -> None:
         try:
             obj = ask_json(self.llm, role="ariadne_plan", purpose="plan",
-                           prompt=render("plan", **self._values(wm)),
+                           prompt=render_prompt("ariadne", "plan", **self._values(wm)),
                            schema=plan_schema(int(self.plan_steps or DEFAULTS["plan_steps"])),
                            shape='{"main_goal": str, "plan_steps": [{"sub_goal", "reason"}]}',
                            max_tokens=self.max_tokens)
@@ -340,7 +335,7 @@ class AriadneAgent:
             try:
                 wm.explore = bool(ask_json(
                     self.llm, role="ariadne_explore", purpose="plan",
-                    prompt=render("explore_check", plan=wm.plan.render()),
+                    prompt=render_prompt("ariadne", "explore_check", plan=wm.plan.render()),
                     schema=_EXPLORE_SCHEMA, shape='{"explore": bool}', max_tokens=20,
                 )["explore"])
             except ExtractionError:
@@ -356,7 +351,7 @@ class AriadneAgent:
         values["actions"] = "; ".join(options) if options else "(any command)"
         try:
             obj = ask_json(self.llm, role="ariadne_act", purpose="act",
-                           prompt=render("act", **values), schema=schema,
+                           prompt=render_prompt("ariadne", "act", **values), schema=schema,
                            shape='{"reason_for_action": str, "action_to_take": str}',
                            max_tokens=self.max_tokens)
         except ExtractionError as e:

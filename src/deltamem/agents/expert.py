@@ -10,6 +10,8 @@ Contract of :meth:`ExpertAgent.play`:
 
 * ``noise=0``: the solution's actions in order (the environment's own walkthrough,
   so a deterministic environment is won).
+* ``budget=n`` (``expert:noise=p,budget=n``): the step cap of the demonstration, so a
+  noisy one can run out of steps and lose (see :func:`expert_budget`).
 * ``noise=p``: before each step, with probability ``p`` the planned action is
   replaced by a random admissible action other than it (uniform; nothing is
   replaced when there is no other admissible action). After such a step the agent
@@ -38,20 +40,24 @@ from deltamem.envs.base import Environment, Transition
 from deltamem.errors import ConfigError
 from deltamem.types import Episode, Recall, Step, Task, Usage
 
-__all__ = ["ExpertAgent", "parse_expert_spec"]
+__all__ = ["ExpertAgent", "expert_budget", "parse_expert_spec"]
 
-_SPEC = re.compile(r"^expert(?::noise=(?P<p>[0-9.]+))?$")
+_SPEC = re.compile(r"^expert(?::noise=(?P<p>[0-9.]+)(?:,budget=(?P<b>[0-9]+))?)?$")
 
 
 def parse_expert_spec(spec: str) -> float | None:
-    """The noise of an ``expert`` / ``expert:noise=p`` spec, or ``None`` when ``spec`` is
-    not an expert spec. :class:`ConfigError` for an expert spec with a bad noise."""
+    """The noise of an ``expert`` / ``expert:noise=p`` / ``expert:noise=p,budget=n`` spec,
+    or ``None`` when ``spec`` is not an expert spec. :class:`ConfigError` for an expert
+    spec with a bad noise or budget."""
     s = spec.strip()
     if not s.startswith("expert"):
         return None
     m = _SPEC.match(s)
     if not m:
-        raise ConfigError(f"bad expert spec {spec!r}; expected 'expert' or 'expert:noise=P'")
+        raise ConfigError(f"bad expert spec {spec!r}; expected 'expert', 'expert:noise=P' "
+                          "or 'expert:noise=P,budget=N'")
+    if m.group("b") is not None and int(m.group("b")) < 1:
+        raise ConfigError(f"budget must be a positive number of steps in {spec!r}")
     try:
         p = float(m.group("p") or 0.0)
     except ValueError:
@@ -59,6 +65,16 @@ def parse_expert_spec(spec: str) -> float | None:
     if not 0.0 <= p <= 1.0:
         raise ConfigError(f"noise must be in [0, 1], got {p} in {spec!r}")
     return p
+
+
+def expert_budget(spec: str) -> int | None:
+    """The step budget of an ``expert:noise=p,budget=n`` spec (``None``: none given).
+
+    A noisy demonstration with a budget can lose: the random actions use up steps the
+    plan needs, so the stream holds failures (the noise alone re-plans and wins)."""
+    parse_expert_spec(spec)
+    m = _SPEC.match(spec.strip())
+    return int(m.group("b")) if m and m.group("b") else None
 
 
 @dataclass

@@ -45,8 +45,24 @@ the admissible actions and the steps taken so far.
    action *not yet taken* realises loosely — "go to fridge" becomes "go to some
    place not visited yet", "open fridge" becomes "open this cabinet" — so the
    recalled approach is retried elsewhere, which is a search. The search goes
-   first where the recalled knowledge found one of the goal's objects (lines
-   ``- cup: found in/on cabinet`` put "go to cabinet 3" before "go to shelf 1").
+   first where the recall saw an object of the goal's kind (knowledge lines
+   ``- cup: found in/on cabinet``, or a recalled trajectory's "On the cabinet 2, you
+   see a cup 1": "go to cabinet 3" before "go to shelf 1"), then where the
+   procedure itself does the blocked step elsewhere (a chain's variants: "take {A}
+   from sofa" beside the blocked "take {A} from desk"), then anywhere not visited.
+   When no earlier step can be retried here (every cabinet of "go to cabinet" was
+   visited), the search goes on to any place not visited yet, in the same order.
+
+0. **Items, best first** (:func:`procedures`). A recall's items reach the guide as
+   items, not as one text: each item that starts a procedure is followed on its own,
+   in the order of its system's own score (the prompt order when there is none); a
+   ``delta`` item belongs to the chain of the item before it (DeltaMem's root-to-match
+   chain, Eq. 7, is one procedure), and ``warning`` items are never followed (they
+   reach the prompt as text, like insights and lessons that hold no steps). The
+   guide follows the best procedure whose next step some admissible action realises
+   (rules 3--5) and falls back to the next one when it cannot be realised here. A
+   recall without items is one procedure: its text. Knowledge lines (rule 5) are
+   read from the whole recall.
 
 :class:`Advice` carries the hint line (for ``guide=hint``) and the admissible
 actions that realise the step (for ``guide=prior``: the constrained choice is made
@@ -56,33 +72,75 @@ chooses among all admissible actions as usual).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from itertools import pairwise
+
+from deltamem.core.triggers import goal_entities
+from deltamem.types import Recall
 
 __all__ = [
     "Advice",
     "Guide",
     "abstract_action",
     "goal_bindings",
+    "procedures",
     "realises",
     "recalled_steps",
+    "sightings",
 ]
 
 _NUMBER = re.compile(r"(?<=[a-z-])\s+\d+\b")
+_LABEL = re.compile(r"(?<=[a-z])\s+[A-Z]\b")  # an instance letter: "unknown substance B"
 _PREFIX = re.compile(r"^\s*(?:[-*+>•]\s*|\d+[.)]\s*|action\s*\d*\s*:\s*)+", re.IGNORECASE)
 _WORD = re.compile(r"\{[A-Z]\}|[A-Za-z0-9][A-Za-z0-9/'-]*")
 _BAD = ("fail", "warn", "unexplored", "pitfall", "no effect")
 _STOP_WORDS = (
     "a an the to in on at of for from with and or into onto some it your you is are be "
-    "then put place find look get go two one any all under by"
+    "then put place find look get go two one any all under by around"
 )
 _STOP = frozenset(_STOP_WORDS.split())
 LOOKAHEAD = 3
+_INVENTORY = " in inventory"
 _MOVES = frozenset({"go", "walk", "teleport"})
+#: verbs whose object is where to look (a move, opening a receptacle): realised loosely by
+#: another place -- the search; any other verb keeps its direct object (:func:`realises`)
+_SEARCHING = _MOVES | {"open"}
+_PARTICLES = frozenset({"up", "down", "on", "off", "at", "to"})
+_PREPOSITIONS = frozenset({"to", "into", "in", "on", "from", "with", "in/on", "at", "under",
+                           "onto", "and"})
+#: verbs whose action commits the episode to its object (ScienceWorld's "focus on OBJ":
+#: focusing on the wrong object ends the task): realised exactly, never loosely
+_COMMITTING = frozenset({"focus"})
 _FOUND = re.compile(
-    r"(?:^|\s)[-*]\s*([A-Za-z][\w-]*):\s*found in/on\s+([A-Za-z][\w -]*?)\s*$", re.MULTILINE)
+    r"(?:^|\s)[-*]\s*((?:[A-Za-z][\w-]* )*[A-Za-z][\w-]*):\s*found in/on\s+([A-Za-z][\w -]*?)"
+    r"\s*$", re.MULTILINE)
+_SEEN_ON = re.compile(r"\b(?:on|in) the ([a-z][a-z -]*?) \d+, you see ([^.\n]*)", re.IGNORECASE)
+_SEEN_IN = re.compile(r"\byou open the ([a-z][a-z -]*?) \d+\.[^\n>]*?in it, you see ([^.\n]*)",
+                      re.IGNORECASE)
+_LISTED = re.compile(r",\s*|\s+and\s+")
+
+
+def sightings(text: str) -> list[tuple[str, str]]:
+    """``(object kind, place kind)`` pairs a recall text reports, in order: knowledge lines
+    (``- cup: found in/on shelf``, DeltaMem's Env-Tree) and raw observations of a recalled
+    trajectory (``On the countertop 1, you see a cup 2, ...``; ``You open the fridge 1. ...
+    In it, you see a cup 1``). Kinds are lower case without instance numbers."""
+    out: list[tuple[str, str]] = []
+    for m in _FOUND.finditer(text):  # "metal pot: found in/on kitchen": a pot
+        out.append((m.group(1).lower().split()[-1], abstract_action(m.group(2))))
+    for rx in (_SEEN_ON, _SEEN_IN):
+        for m in rx.finditer(text):
+            place = abstract_action(m.group(1))
+            for item in _LISTED.split(m.group(2)):
+                words = _NUMBER.sub("", item.strip().lower()).split()
+                words = [w for w in words if w not in ("a", "an", "the", "some")]
+                if words and words != ["nothing"]:
+                    out.append((words[-1], place))
+    return out
 
 
 def _words(text: str) -> list[str]:
@@ -90,8 +148,10 @@ def _words(text: str) -> list[str]:
 
 
 def abstract_action(action: str) -> str:
-    """Lower case, instance numbers dropped ("cabinet 3" → "cabinet"), spaces collapsed."""
-    return " ".join(_NUMBER.sub("", " ".join(action.lower().split())).split())
+    """Lower case, instance numbers and letters dropped ("cabinet 3" → "cabinet", "unknown
+    substance B" → "unknown substance"), spaces collapsed."""
+    text = _LABEL.sub("", " ".join(action.split()))
+    return " ".join(_NUMBER.sub("", text.lower()).split())
 
 
 def _clean_line(line: str) -> str:
@@ -147,17 +207,23 @@ def _goal_candidates(recall_text: str) -> list[list[str]]:
     return out
 
 
-def goal_bindings(recall_text: str, goal: str, verbs: Iterable[str] = ()) -> dict[str, str]:
+def goal_bindings(recall_text: str, goal: str, verbs: Iterable[str] = (),
+                  compounds: Iterable[str] = ()) -> dict[str, str]:
     """Substitutions from recalled-goal words to current-goal words (module doc, rule 2).
 
     Differing spans are bound word for word (spans of equal length only); a recalled word
     that is an action verb (``verbs``: "cool", "heat") is never rewritten, so a recalled
-    procedure of another task type keeps its own actions.
+    procedure of another task type keeps its own actions. A placeholder facing two words
+    takes the last one ({A} = "cool tomato": the head noun), or both when they are one of
+    ``compounds`` (names of several words the environment uses: "living room"); a run of
+    placeholders facing fewer words takes them in order, the rest nothing ("{C} {D}" =
+    "living room" in the recalled goal, "bedroom" here).
     """
     target = _words(goal)
     if not target:
         return {}
     verbs = {v.lower() for v in verbs}
+    compounds = {c.lower() for c in compounds}
     found: dict[str, str] = {}
     for cand in _goal_candidates(recall_text):
         if not cand or abs(len(cand) - len(target)) > 3:
@@ -168,7 +234,13 @@ def goal_bindings(recall_text: str, goal: str, verbs: Iterable[str] = ()) -> dic
         for tag, i1, i2, j1, j2 in sm.get_opcodes():
             if (tag == "replace" and i2 - i1 == 1 and cand[i1].startswith("{")
                     and j2 - j1 == 2):  # {A} = "cool tomato": the head noun comes last
-                found.setdefault(cand[i1], target[j2 - 1])
+                pair = " ".join(target[j1:j2])
+                found.setdefault(cand[i1], pair if pair in compounds else target[j2 - 1])
+                continue
+            if (tag == "replace" and 0 < j2 - j1 < i2 - i1 <= 3
+                    and all(w.startswith("{") for w in cand[i1:i2])):
+                for n, src in enumerate(cand[i1:i2]):
+                    found.setdefault(src, target[j1 + n] if j1 + n < j2 else "")
                 continue
             if tag != "replace" or i2 - i1 != j2 - j1 or i2 - i1 > 2:
                 continue
@@ -186,6 +258,29 @@ def _fill(step: str, bindings: dict[str, str]) -> str:
             out = out.replace(src, dst).replace(src.lower(), dst)
         else:
             out = re.sub(rf"(?<![\w-]){re.escape(src)}(?![\w-])", dst, out, flags=re.IGNORECASE)
+    return " ".join(out.split())  # a placeholder bound to nothing leaves no gap
+
+
+def _destination(words: list[str]) -> list[str] | None:
+    """The place a move goes to ("teleport to art studio" → ``["art", "studio"]``)."""
+    if not words or words[0] not in _MOVES:
+        return None
+    rest = words[1:]
+    return rest[1:] if rest[:1] == ["to"] else rest
+
+
+def _direct_object(words: list[str]) -> list[str]:
+    """The words of what an action handles: after the verb (and its particle: "pick *up*",
+    "focus *on*") up to the first preposition ("take *tomato* from fridge", "use
+    *thermometer* in inventory on water")."""
+    rest = words[1:]
+    if rest[:1] and rest[0] in _PARTICLES:
+        rest = rest[1:]
+    out = []
+    for w in rest:
+        if w in _PREPOSITIONS:
+            break
+        out.append(w)
     return out
 
 
@@ -194,9 +289,24 @@ def realises(action: str, step: str, goal_words: frozenset[str]) -> str | None:
     a, s = abstract_action(action), abstract_action(step)
     if a == s:
         return "exact"
+    if _INVENTORY in s or _INVENTORY in a:
+        # "focus on thermometer in inventory" is "focus on thermometer": where a carried
+        # thing is, is said only when another thing has its name
+        a, s = a.replace(_INVENTORY, ""), s.replace(_INVENTORY, "")
+        if a == s:
+            return "exact"
     aw, sw = a.split(), s.split()
-    if not aw or not sw or aw[0] != sw[0]:
+    if not aw or not sw:
         return None
+    if aw[0] != sw[0] and aw[0] in _MOVES and sw[0] in _MOVES:
+        # moves are one step whatever the way: "teleport to kitchen" realises "go to kitchen"
+        aw, sw = ["go", *(_destination(aw) or [])], ["go", *(_destination(sw) or [])]
+        if aw == sw:
+            return "exact"
+    if aw[0] != sw[0] or sw[0] in _COMMITTING:
+        return None
+    if sw[0] not in _SEARCHING and _direct_object(sw) != _direct_object(aw):
+        return None  # "pick up thermometer" is not "pick up bee": the thing handled matters
     sm = SequenceMatcher(None, sw, aw, autojunk=False)
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
@@ -204,9 +314,51 @@ def realises(action: str, step: str, goal_words: frozenset[str]) -> str | None:
         changed = set(sw[i1:i2]) | set(aw[j1:j2])
         if not changed or changed & goal_words or i2 - i1 > 3 or j2 - j1 > 3:
             return None
-        if tag != "replace":  # a word added or dropped changes what the action does
+        if tag != "replace" or (i2 - i1 != j2 - j1 and sw[0] not in _MOVES):
+            # a word added or dropped changes what the action does ("move X to metal pot"
+            # is not "move X to bathroom"); a move may go to a place of another length
             return None
     return "loose"
+
+
+def _compounds(actions: Iterable[str], verbs: set[str]) -> frozenset[str]:
+    """Two-word names the actions use ("teleport to living room" → "living room"): word
+    pairs after the verb whose first word is no verb, particle or preposition."""
+    out: set[str] = set()
+    skip = verbs | _PARTICLES | _PREPOSITIONS | _STOP
+    for a in actions:
+        words = abstract_action(a).split()[1:]
+        for x, y in pairwise(words):
+            if x not in skip and y not in skip and x.isalpha() and y.isalpha():
+                out.add(f"{x} {y}")
+    return frozenset(out)
+
+
+def procedures(recall: Recall | str) -> list[str]:
+    """The texts the guide may follow, best first (module doc, rule 0)."""
+    return ["\n".join(parts) for parts in _procedure_items(recall)]
+
+
+def _procedure_items(recall: Recall | str) -> list[list[str]]:
+    """Each procedure of :func:`procedures` as its items' texts (a chain: base, deltas)."""
+    if isinstance(recall, str):
+        return [[recall]] if recall.strip() else []
+    if not recall.items:
+        return [[recall.text]] if recall.text.strip() else []
+    units: list[tuple[float, int, list[str]]] = []
+    last_source: str | None = None
+    for n, item in enumerate(recall.items):
+        if item.role == "warning":
+            continue
+        score = -math.inf if item.score is None else float(item.score)
+        if item.role == "delta" and units and item.source == last_source:
+            best, first, texts = units[-1]
+            units[-1] = (max(best, score), first, [*texts, item.text])
+        else:
+            units.append((score, n, [item.text]))
+            last_source = item.source
+    units.sort(key=lambda u: (-u[0], u[1]))
+    return [texts for _, _, texts in units if any(t.strip() for t in texts)]
 
 
 @dataclass(frozen=True)
@@ -238,37 +390,60 @@ class Advice:
 
 
 class Guide:
-    """The recalled procedure of one episode, followed against the actions taken."""
+    """The recalled procedures of one episode, followed against the actions taken.
 
-    def __init__(self, recall_text: str, goal: str) -> None:
-        self.recall_text = recall_text
+    ``recall``: the memory's :class:`~deltamem.types.Recall` (its items are the
+    procedures, rule 0) or a recall text (one procedure).
+    """
+
+    def __init__(self, recall: Recall | str, goal: str) -> None:
+        self.recall_text = recall if isinstance(recall, str) else recall.text
+        self._items = {"\n".join(parts): parts for parts in _procedure_items(recall)}
+        self.procedures = list(self._items)
+        self.compounds: frozenset[str] = frozenset()
         self.goal = goal
         self.goal_words = frozenset(w for w in _words(goal) if w not in _STOP)
+        entities = goal_entities(goal)
+        self.goal_object = entities[0] if entities else None
 
     def known_places(self) -> frozenset[str]:
-        """Kinds of places where the recall says one of the goal's objects was found
-        (rule 5; knowledge lines ``- <object>: found in/on <place>``)."""
-        out = set()
-        for m in _FOUND.finditer(self.recall_text):
-            if m.group(1).lower() in self.goal_words:
-                out.add(abstract_action(m.group(2)))
-        return frozenset(out)
+        """Kinds of places where the recall says an object of the goal's kind was found
+        (rule 5): knowledge lines (``- <object>: found in/on <place>``) and the
+        observations of recalled trajectories alike (:func:`sightings`)."""
+        return frozenset(place for obj, place in sightings(self.recall_text)
+                         if obj in self.goal_words)
 
-    def bindings(self, verbs: Iterable[str]) -> dict[str, str]:
-        """The substitutions of rule 2 (``verbs``: the action verbs seen so far)."""
-        return goal_bindings(self.recall_text, self.goal, verbs)
+    def bindings(self, verbs: Iterable[str], text: str | None = None) -> dict[str, str]:
+        """The substitutions of rule 2 (``verbs``: the action verbs seen so far) read
+        from ``text`` (default: the best procedure)."""
+        if text is None:
+            text = self.procedures[0] if self.procedures else ""
+        return goal_bindings(text, self.goal, verbs, self.compounds)
 
-    def steps(self, verbs: Iterable[str]) -> list[str]:
-        """The recalled steps (rule 1) with the goal's words filled in (rule 2)."""
+    def steps(self, verbs: Iterable[str], text: str | None = None) -> list[str]:
+        """The recalled steps (rule 1) of ``text`` (default: the best procedure) with the
+        goal's words filled in (rule 2). Each item of a chain is filled with the bindings
+        of its own goal line first (a delta's placeholders need not be the base's: the
+        base's {C} {D} was "living room", the delta's {C} "bedroom"), then the chain's."""
+        if text is None:
+            text = self.procedures[0] if self.procedures else ""
         verbs = set(verbs)
-        raw = recalled_steps(self.recall_text, verbs)
-        recalled_verbs = verbs | {s.split()[0].lower() for s in raw}
-        bindings = self.bindings(recalled_verbs)
-        return [_fill(s, bindings) for s in raw]
+        parts = self._items.get(text, [text])
+        raws = [recalled_steps(part, verbs) for part in parts]
+        recalled_verbs = verbs | {s.split()[0].lower() for raw in raws for s in raw}
+        chain = self.bindings(recalled_verbs, text)
+        if len(parts) == 1:
+            return [_fill(s, chain) for s in raws[0]]
+        out: list[str] = []
+        for part, raw in zip(parts, raws, strict=True):
+            own = goal_bindings(part, self.goal, recalled_verbs, self.compounds)
+            out.extend(_fill(s, {**chain, **own}) for s in raw)
+        return out
 
     def advise(self, admissible: Sequence[str], taken: Sequence[str],
                offered: Iterable[str] = ()) -> Advice:
-        """Advice for the next decision.
+        """Advice for the next decision: that of the best procedure with a step realisable
+        here (rule 0); the best procedure's (without actions) when none has one.
 
         Args:
             admissible: the actions admissible now.
@@ -277,52 +452,145 @@ class Guide:
                 first words are the verbs that make a recall line a step).
         """
         verbs = {a.split()[0].lower() for a in (*offered, *admissible) if a.split()}
-        steps = self.steps(verbs)
-        if not steps:
-            return Advice(None)
+        self.compounds = _compounds((*offered, *admissible), verbs)
+        first: Advice | None = None
+        for text in self.procedures:
+            steps = self.steps(verbs, text)
+            if not steps:
+                continue
+            advice = self._advise_steps(steps, admissible, taken)
+            if advice.actions:
+                return advice
+            first = first or advice
+        return first or Advice(None)
+
+    def _advise_steps(self, steps: list[str], admissible: Sequence[str],
+                      taken: Sequence[str]) -> Advice:
+        """Rules 3--5 for one procedure's filled ``steps``."""
         k = self._progress(steps, taken)
         if k >= len(steps):
             return Advice(None)
+        done = {" ".join(a.lower().split()) for a in taken}
         exact, loose = self._realisations(steps[k], admissible)
-        if exact or loose:
-            return Advice(steps[k], tuple(exact or loose))
+        if exact:
+            return Advice(steps[k], tuple(exact))
+        if loose:
+            if steps[k].split()[0].lower() in _MOVES:
+                # the recalled place is not here: a place not visited yet first
+                loose = [a for a in loose if " ".join(a.lower().split()) not in done] or loose
+            return Advice(steps[k], tuple(loose))
         for j in range(k + 1, min(k + 1 + LOOKAHEAD, len(steps))):
             # a later goal step is right here (the recalled game needed e.g. an "open" that
             # this one does not): skip to it -- unless it is a move: "go to countertop 1" is
             # admissible from anywhere, so it proves nothing about the skipped steps (going
-            # to the goal's receptacle before taking the object is no progress)
+            # to the goal's receptacle before taking the object is no progress) -- and never
+            # past a step about the goal's own objects (using the lamp does not make taking
+            # the object unnecessary)
+            if self.goal_object and self.goal_object in _words(steps[j - 1]):
+                break
             if steps[j].split()[0].lower() in _MOVES:
                 continue
             exact, _ = self._realisations(steps[j], admissible)
             if exact and set(_words(steps[j])) & self.goal_words:
                 return Advice(steps[j], tuple(exact))
-        done = {" ".join(a.lower().split()) for a in taken}
+        back = self._return_to_place(steps, k, admissible, taken)
+        if back is not None:
+            return back
         opened = [a for a in admissible if a.split() and a.split()[0].lower() == "open"
                   and " ".join(a.lower().split()) not in done]
         if opened and k > 0:
             # the step cannot be done here: look inside what is closed here before moving on
             return Advice(steps[k], tuple(opened), backtrack=True, blocked=steps[k])
-        places = self.known_places()
+        known = self.known_places()
+        other = self.alternative_places(steps, k) - known
         for j in range(k - 1, -1, -1):
             exact, loose = self._realisations(steps[j], admissible)
             fresh = [a for a in (*exact, *loose) if " ".join(a.lower().split()) not in done]
             if fresh:
-                liked = [a for a in fresh if places & set(abstract_action(a).split()[1:])]
-                return Advice(steps[j], tuple(liked or fresh), backtrack=True,
-                              blocked=steps[k])
+                for places in (known, other):
+                    liked = [a for a in fresh if places & set(abstract_action(a).split()[1:])]
+                    if liked:
+                        return Advice(steps[j], tuple(liked), backtrack=True,
+                                      blocked=steps[k])
+                return Advice(steps[j], tuple(fresh), backtrack=True, blocked=steps[k])
+        # nothing earlier can be retried here (e.g. every cabinet was searched, and the
+        # places of another kind do not realise "go to cabinet" since cabinet is the goal's
+        # destination): keep searching anywhere not visited yet
+        moves = [a for a in admissible if a.split() and a.split()[0].lower() in _MOVES
+                 and " ".join(a.lower().split()) not in done]
+        for places in (known, other):
+            liked = [a for a in moves if places & set(abstract_action(a).split()[1:])]
+            if liked:
+                return Advice(steps[k], tuple(liked), backtrack=True, blocked=steps[k])
+        if moves:
+            return Advice(steps[k], tuple(moves), backtrack=True, blocked=steps[k])
         return Advice(steps[k])
 
+    def alternative_places(self, steps: Sequence[str], k: int) -> frozenset[str]:
+        """Places where the procedure itself does the blocked step ``steps[k]`` elsewhere
+        (rule 5): other steps with the same verb and the same goal words, e.g. "take
+        apple from sofa" beside "take apple from desk" -- the variants a chain's deltas
+        recorded (DeltaMem's residual successes found the object there)."""
+        blocked = _words(steps[k])
+        if not blocked:
+            return frozenset()
+        mine = set(blocked) & self.goal_words
+        if not mine:
+            return frozenset()
+        out: set[str] = set()
+        for j, step in enumerate(steps):
+            words = _words(step)
+            if (j == k or not words or words[0] != blocked[0]
+                    or set(words) & self.goal_words != mine):
+                continue
+            out.update(w for w in words[1:] if w not in blocked and w not in _STOP
+                       and w[0].isalpha())
+        return frozenset(out)
+
+    def _return_to_place(self, steps: list[str], k: int, admissible: Sequence[str],
+                         taken: Sequence[str]) -> Advice | None:
+        """Back to where the procedure does the blocked ``steps[k]`` (rule 6): the place of
+        the last move before it, when the agent is not there now and has not been there
+        since it reached ``steps[k]`` (a search took it elsewhere, e.g. to find the
+        substance, and the stove is where the recalled game used it)."""
+        m = next((j for j in range(k - 1, -1, -1)
+                  if steps[j].split() and steps[j].split()[0].lower() in _MOVES), None)
+        if m is None:
+            return None
+        exact, _ = self._realisations(steps[m], admissible)
+        if not exact:
+            return None
+        since = self._reached_at(steps, taken, k)
+        moves = [i for i, a in enumerate(taken) if a.split() and a.split()[0].lower() in _MOVES]
+        here = [i for i in moves if i < since]
+        visits = ([here[-1]] if here else []) + [i for i in moves if i >= since]
+        if any(realises(taken[i], steps[m], self.goal_words) == "exact" for i in visits):
+            return None
+        return Advice(steps[m], tuple(exact), backtrack=True, blocked=steps[k])
+
+    def _reached_at(self, steps: list[str], taken: Sequence[str], k: int) -> int:
+        """The index in ``taken`` of the action after which the pointer reached ``k``
+        (``len(taken)`` when it never did)."""
+        return self._walk(steps, taken)[1].get(k, len(taken))
+
     def _progress(self, steps: list[str], taken: Sequence[str]) -> int:
+        return self._walk(steps, taken)[0]
+
+    def _walk(self, steps: list[str], taken: Sequence[str]) -> tuple[int, dict[int, int]]:
+        """The pointer after ``taken`` (rule 3), and for each value it took, the index of
+        the action that moved it there (0 for the start)."""
         k = 0
-        for action in taken:
+        reached = {0: 0}
+        for n, action in enumerate(taken):
             for j in range(k, min(k + 1 + LOOKAHEAD, len(steps))):
                 if j > k and set(_words(steps[j - 1])) & self.goal_words:
                     break  # a step about the goal's own objects is never skipped
                 how = realises(action, steps[j], self.goal_words)
                 if how == "exact" or (how == "loose" and j == k):
                     k = j + 1
+                    reached[k] = n
                     break
-        return k
+        return k, reached
 
     def _realisations(self, step: str, admissible: Sequence[str]) -> tuple[list[str], list[str]]:
         exact: list[str] = []

@@ -15,7 +15,7 @@ The prompt is two chat messages::
             ---
             Now it is your turn. Here is your task.
             Task: <first observation (+ goal when the observation lacks it)>
-            [N earlier steps are not shown.]   (when the history was trimmed)
+            [N earlier steps are not shown.]   (when the history was trimmed, in blocks)
             Thought: ... / Action: ... / Observation: ...   (the running history)
             From memory, the next step: ...    (guide hint, when the agent has one)
             Available actions: ...             (when the list is short enough)
@@ -40,6 +40,7 @@ from deltamem.types import Recall, Step, Task
 __all__ = [
     "AgentPrompts",
     "build_messages",
+    "history_start",
     "load_agent_prompts",
     "render_history",
     "render_step",
@@ -111,27 +112,47 @@ def render_step(step: Step) -> str:
     return "\n".join(lines)
 
 
-def render_history(steps: Sequence[Step], max_chars: int) -> str:
-    """The newest steps that fit in ``max_chars`` (always at least the last one).
+HISTORY_KEEP = 0.5
+"""Share of the history budget left after a trim (see :func:`history_start`)."""
 
-    Older steps are dropped from the front and replaced by a one-line marker.
+
+def history_start(steps: Sequence[Step], max_chars: int) -> int:
+    """Index of the first step shown in the history (trimming in blocks).
+
+    The history grows step by step; when the shown steps would take more than
+    ``max_chars`` characters, the oldest are dropped until they take at most
+    :data:`HISTORY_KEEP` of it (always keeping the newest step). The start index then
+    stays put for the next steps, so the prompt up to the newest step is the one the
+    model saw before -- a prefix its KV cache can reuse -- instead of changing at every
+    step, as dropping one step at a time from the front would. The index is a pure
+    function of the steps (the growth is replayed), so a resumed or replayed episode
+    renders the same prompts.
+    """
+    sizes = [len(render_step(step)) + 1 for step in steps]
+    start, used = 0, 0
+    low = int(max_chars * HISTORY_KEEP)
+    for i, size in enumerate(sizes):
+        used += size
+        if used > max_chars:
+            while start < i and used > low:
+                used -= sizes[start]
+                start += 1
+    return start
+
+
+def render_history(steps: Sequence[Step], max_chars: int) -> str:
+    """The steps from :func:`history_start` on (trimmed in blocks to ``max_chars``).
+
+    Dropped steps are replaced by a one-line marker, which changes only when the
+    start moves.
     """
     if not steps:
         return ""
-    kept: list[str] = []
-    used = 0
-    for step in reversed(steps):
-        entry = render_step(step)
-        cost = len(entry) + 1
-        if kept and used + cost > max_chars:
-            break
-        kept.append(entry)
-        used += cost
-    kept.reverse()
-    dropped = len(steps) - len(kept)
-    if dropped:
-        noun = "step is" if dropped == 1 else "steps are"
-        kept.insert(0, f"[{dropped} earlier {noun} not shown.]")
+    start = history_start(steps, max_chars)
+    kept = [render_step(step) for step in steps[start:]]
+    if start:
+        noun = "step is" if start == 1 else "steps are"
+        kept.insert(0, f"[{start} earlier {noun} not shown.]")
     return "\n".join(kept)
 
 

@@ -45,8 +45,9 @@ Contract of :meth:`ReActAgent.play`:
   the choice is made among the admissible actions that realise that step (an
   unbounded bonus for them over the rest; among all admissible actions when none
   does, or when the repeat limit leaves none of them). The guide reads only the
-  recall, the goal, the admissible actions and the episode so far — the same for
-  every memory system; with an empty recall it does nothing.
+  recall (its items one by one, best first), the goal, the admissible actions and the
+  episode so far — the same for every memory system; with an empty recall it does
+  nothing.
 * Deterministic whenever the LLM and the environment are.
 """
 
@@ -98,7 +99,10 @@ class ReActAgent:
         constrained: pick actions from the admissible list (see module docstring).
         max_steps: step cap overriding ``env.max_steps(task)``.
         history_chars: the running history is trimmed from the front to this
-            many characters (the task itself is always kept).
+            many characters, in blocks (down to half of it, then kept until it is full
+            again: :func:`~deltamem.agents.prompts.history_start`), so the prompt before
+            the newest step stays a prefix the model can reuse; the task itself is
+            always kept.
         max_listed_actions: the admissible actions are listed in the prompt when
             there are at most this many (0: never).
         max_tokens: completion budget of each call.
@@ -133,7 +137,7 @@ class ReActAgent:
             raise ConfigError(f"repeat_limit must be >= 1 or None, got {self.repeat_limit}")
         if self.guide not in ("off", "hint", "prior"):
             raise ConfigError(f"guide must be off, hint or prior, got {self.guide!r}")
-        guide = Guide(recall.text, task.goal) if self.guide != "off" and recall.text else None
+        guide = Guide(recall, task.goal) if self.guide != "off" and recall.text else None
         offered: dict[str, None] = {}
         before = self.llm.usage.snapshot()
         steps: list[Step] = []

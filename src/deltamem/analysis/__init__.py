@@ -11,9 +11,11 @@ returns the Markdown's path:
 * :func:`grid`: Figure 4, a parallel (τ_task, τ_env) × K_cons grid of runs with
   heatmaps, plus Figure 5 depth bars (``grid.md``);
 * :func:`depth_bars`: Figure 5, node counts per depth as stacked bars;
-* :func:`calibrate`: τ per tree from the similarity distribution of sampled tasks.
+* :func:`calibrate`: τ per tree from the similarity distribution of sampled tasks;
+* :mod:`deltamem.analysis.infogain`: information gain of a recalled context (decocted
+  experience, Proposition 4.1), from a model that samples with log-probabilities.
 
-``deltamem.analysis.cli.register(app)`` adds the matching CLI commands.
+The matching CLI commands are :mod:`deltamem.cli.analysis`.
 """
 
 from deltamem.analysis.ablation import table3

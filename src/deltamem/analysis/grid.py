@@ -3,13 +3,17 @@
 Every cell is an ordinary online run (:func:`deltamem.bench.run`) in its own
 directory under ``out`` (``tt0.7_te0.8_k3``; ``k-inf`` is K_cons = ∞, i.e.
 ``consolidation = false``), so an interrupted grid resumes where each cell
-stopped and a finished one is only re-read. Cells run in a
-:class:`~concurrent.futures.ProcessPoolExecutor` (``spawn`` start method:
-each worker builds its own LLM, embedder and environment from the specs, or
-from the given factories, which must then be picklable: module-level
-functions or classes). A script that calls :func:`grid` with ``workers > 1``
-needs the usual ``if __name__ == "__main__":`` guard (``spawn`` re-imports
-the main module); the ``deltamem`` command and ``python -m deltamem`` are safe.
+stopped and a finished one is only re-read. The grid is a sweep of one system
+(DeltaMem) and one seed over a grid of memory settings: its cells run through
+:func:`deltamem.bench.cells.run_cells`, in local ``spawn`` processes (``engine
+="local"``, the default: each worker builds its own LLM, embedder and
+environment from the specs, or from the given factories, which must then be
+picklable: module-level functions or classes) or as Ray tasks (``engine="ray"``,
+``address`` to join a cluster), and ``deltamem sweep`` with a ``[sweep.grid]``
+table writes these same outputs. A script that calls :func:`grid` with
+``workers > 1`` needs the usual ``if __name__ == "__main__":`` guard (``spawn``
+re-imports the main module); the ``deltamem`` command and ``python -m deltamem``
+are safe.
 
 Outputs in ``out``: ``grid.md`` (one success-rate table per K_cons with the
 best cell marked, and every cell's numbers), ``grid.json``,
@@ -27,9 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-import multiprocessing
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ from deltamem.analysis.depth import depth_bars
 from deltamem.analysis.markdown import ci, table, write_markdown
 from deltamem.analysis.plotting import figure_class
 from deltamem.analysis.runs import load_run, phase_stats
+from deltamem.bench.cells import Engine
 from deltamem.errors import ConfigError, InvalidInputError
 
 __all__ = [
@@ -46,12 +49,15 @@ __all__ = [
     "GridCell",
     "best_cell",
     "best_cells",
+    "cell_result",
     "draw_heatmaps",
     "grid",
+    "grid_cell_configs",
     "grid_cells",
     "parse_floats",
     "parse_k_values",
     "run_grid",
+    "write_grid",
 ]
 
 log = logging.getLogger(__name__)
@@ -154,25 +160,38 @@ def grid_cells(
     return [GridCell(float(tt), float(te), k) for k in k_cons for tt in tau_task for te in tau_env]
 
 
-def _run_cell(
-    config_json: str,
-    env_factory: Callable[[], Any] | None,
-    llm_factory: Callable[[], Any] | None,
-    embedder_factory: Callable[[], Any] | None,
-) -> str:
-    """Worker: run (or resume) one cell; returns its run directory."""
-    from deltamem.bench import RunConfig, run
+def grid_cell_configs(
+    out: Path,
+    cells: Sequence[GridCell],
+    *,
+    env: str,
+    split: str,
+    episodes: int | None,
+    llm: str,
+    embedder: str | None,
+    seed: int,
+    options: Mapping[str, Any] | None,
+    run_options: Mapping[str, Any] | None,
+) -> dict[GridCell, Any]:
+    """The :class:`~deltamem.bench.RunConfig` of every cell (directory ``out/<cell>``)."""
+    from deltamem.bench import RunConfig
 
-    config = RunConfig.model_validate_json(config_json)
-    env = env_factory() if env_factory is not None else None
-    try:
-        run(config, env=env, llm=llm_factory() if llm_factory is not None else None,
-            embedder=embedder_factory() if embedder_factory is not None else None,
-            progress=False)
-    finally:
-        if env is not None:
-            env.close()
-    return str(config.run_dir)
+    base_opts = dict(options or {})
+    clash = sorted(set(base_opts) & {"tau_task", "tau_env", "k_cons", "consolidation"})
+    if clash:
+        raise ConfigError(f"options {clash} are set by the grid itself")
+    run_opts = dict(run_options or {})
+    configs = {}
+    for cell in cells:
+        try:
+            configs[cell] = RunConfig(**{**run_opts, "run_dir": out / cell.dirname, "env": env,
+                                         "split": split, "seed": seed, "episodes": episodes,
+                                         "memory": "deltamem", "llm": llm, "embedder": embedder,
+                                         "memory_options": {**base_opts,
+                                                            **cell.memory_options()}})
+        except ValueError as e:
+            raise ConfigError(f"invalid grid run configuration: {e}") from e
+    return configs
 
 
 def run_grid(
@@ -194,79 +213,55 @@ def run_grid(
     llm_factory: Callable[[], Any] | None = None,
     embedder_factory: Callable[[], Any] | None = None,
     on_cell: Callable[[CellResult], None] | None = None,
+    engine: Engine = "local",
+    address: str | None = None,
+    cpus: int = 1,
 ) -> list[CellResult]:
     """Run (or resume) every cell and return the results in grid order.
 
     ``options`` are further DeltaMem options of every cell; ``run_options``
     further :class:`~deltamem.bench.RunConfig` fields (``constrained``,
-    ``extractor``, ``llm_options``, ``max_steps``, ...). ``workers=1`` runs
-    the cells one after the other in this process. ``on_cell`` is called as
-    each cell finishes. When cells fail, the others still run; then the first
-    failure is re-raised (finished cells are kept: run again to resume).
+    ``extractor``, ``llm_options``, ...). ``workers=1`` runs the cells one after the
+    other in this process (local engine). ``engine``/``address``: see
+    :func:`deltamem.bench.cells.run_cells`; ``cpus``: cores per cell (a local-model
+    cell: its threads). ``on_cell`` is called as each cell finishes. When cells fail,
+    the others still run; then the first failure is re-raised (finished cells are
+    kept: run again to resume).
     """
-    from deltamem.bench import RunConfig
+    from deltamem.bench.cells import Cell, CellFailed, cell_cpus, run_cells
 
     if workers < 1:
         raise ConfigError(f"workers must be >= 1, got {workers}")
     cells = grid_cells(tau_task, tau_env, k_cons)
     out = Path(out)
-    base_opts = dict(options or {})
-    clash = sorted(set(base_opts) & {"tau_task", "tau_env", "k_cons", "consolidation"})
-    if clash:
-        raise ConfigError(f"options {clash} are set by the grid itself")
-    run_opts = dict(run_options or {})
-    configs = {}
-    for cell in cells:
-        try:
-            cfg = RunConfig(**{**run_opts, "run_dir": out / cell.dirname, "env": env,
-                               "split": split, "seed": seed, "episodes": episodes,
-                               "memory": "deltamem", "llm": llm, "embedder": embedder,
-                               "memory_options": {**base_opts, **cell.memory_options()}})
-        except ValueError as e:
-            raise ConfigError(f"invalid grid run configuration: {e}") from e
-        configs[cell] = cfg.model_dump_json()
+    configs = grid_cell_configs(out, cells, env=env, split=split, episodes=episodes, llm=llm,
+                                embedder=embedder, seed=seed, options=options,
+                                run_options=run_options)
     out.mkdir(parents=True, exist_ok=True)
-    factories = (env_factory, llm_factory, embedder_factory)
+    by_name = {c.dirname: c for c in cells}
+    jobs = [Cell(c.dirname, configs[c], *cell_cpus(configs[c], cpus=cpus)) for c in cells]
     results: dict[GridCell, CellResult] = {}
-    failures: list[tuple[GridCell, BaseException]] = []
 
-    def finish(cell: GridCell) -> None:
-        results[cell] = _cell_result(cell, out / cell.dirname)
+    def finish(outcome: Any) -> None:
+        cell = by_name[outcome.cell.name]
+        results[cell] = cell_result(cell, out / cell.dirname)
         if on_cell is not None:
             on_cell(results[cell])
 
-    if workers == 1:
-        for cell in cells:
-            try:
-                _run_cell(configs[cell], *factories)
-            except Exception as e:  # collected, re-raised below
-                failures.append((cell, e))
-            else:
-                finish(cell)
-    else:
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {pool.submit(_run_cell, configs[c], *factories): c for c in cells}
-            for fut in as_completed(futures):
-                cell = futures[fut]
-                try:
-                    fut.result()
-                except Exception as e:  # collected, re-raised below
-                    failures.append((cell, e))
-                else:
-                    finish(cell)
-    if failures:
-        for cell, e in failures:
-            log.error("grid cell %s failed: %s", cell.dirname, e)
-        first = failures[0][1]
-        first.add_note(f"{len(failures)} of {len(cells)} grid cells failed "
-                       f"({', '.join(c.dirname for c, _ in failures)}); finished cells are "
-                       "kept, run the grid again to resume")
-        raise first
+    try:
+        run_cells(jobs, engine=engine, address=address, workers=workers,
+                  factories=(env_factory, llm_factory, embedder_factory), on_cell=finish)
+    except CellFailed as failed:
+        first = failed.failures[0][1]
+        first.add_note(f"{len(failed.failures)} of {len(cells)} grid cells failed "
+                       f"({', '.join(c.name for c, _ in failed.failures)}); finished cells "
+                       "are kept, run the grid again to resume")
+        raise first from None
     return [results[c] for c in cells]
 
 
-def _cell_result(cell: GridCell, run_dir: Path) -> CellResult:
+def cell_result(cell: GridCell, run_dir: Path) -> CellResult:
+    """The online-phase numbers of a finished cell's run directory."""
     run = load_run(run_dir)
     phases = run.phases()
     if "online" not in phases:
@@ -428,11 +423,23 @@ def grid(
     out = Path(out)
     results = run_grid(out, env=env, split=split, episodes=episodes, tau_task=tau_task,
                        tau_env=tau_env, k_cons=k_cons, workers=workers, **kwargs)
+    return write_grid(results, out, title=f"{env}/{split}", plots=plots, Figure=Figure)
+
+
+def write_grid(results: Sequence[CellResult], out: str | Path, *, title: str,
+               plots: bool = True, Figure: Any = None) -> Path:
+    """Write ``grid.md`` (``title`` in its heading), ``grid.json``, the heatmaps and the
+    depth bars of finished cells into ``out``; return ``grid.md``'s path. The cells' run
+    directories may be anywhere (a sweep keeps them beside its other cells)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if plots and Figure is None:
+        Figure = figure_class()
     best = best_cells(results)
     overall = best_cell(results)
     tt, te, ks = _axes(results)
     by = {(r.cell.k_cons, r.cell.tau_task, r.cell.tau_env): r for r in results}
-    lines = [f"# Parameter grid: {env}/{split}, {results[0].episodes} episodes per cell", "",
+    lines = [f"# Parameter grid: {title}, {results[0].episodes} episodes per cell", "",
              "Success rate per cell (rows τ_task, columns τ_env); ★ and bold: the best cell of "
              "each K_cons (highest success rate, then mean reward).", ""]
     for k in ks:
@@ -462,7 +469,7 @@ def grid(
         "best": [best[k].to_dict() for k in ks],
         "overall_best": overall.to_dict(),
     }, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    if Figure is not None:
+    if plots:
         draw_heatmaps(results, out / HEATMAP_FILE, Figure=Figure)
         lines += ["## Heatmaps", "", f"![success rate heatmaps]({HEATMAP_FILE})", ""]
     lines += _depth_slices(results, overall, out, plots=plots)

@@ -101,6 +101,12 @@ class RunConfig(BaseModel):
             the prompt only), ``hint`` (also the next recalled step, made concrete,
             right before the action list), ``prior`` (``hint`` plus a bonus for the
             admissible actions that realise it in the choice).
+        judge: who decides the outcome a learn is given (:mod:`deltamem.judge`):
+            ``None`` (default) the environment's own; ``scripted`` (rules, no model) or an
+            LLM spec (``local``, ``openai:MODEL``; the run's own model when it is the
+            run's ``llm``) reads the trajectory instead. The environment's outcome stays
+            in each record's ``success``, the verdict beside it under ``verdict``; an
+            uncertain or refused verdict learns nothing.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -132,6 +138,7 @@ class RunConfig(BaseModel):
     agent: str = Field(default="react", min_length=1)
     train_agent: str | None = None
     guide: Literal["off", "hint", "prior"] = "off"
+    judge: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -168,6 +175,8 @@ class RunConfig(BaseModel):
                 _check_agent_spec(name, spec)
         if self.train_agent is not None and self.protocol != "train-to-test":
             raise ValueError("train_agent applies to the train-to-test protocol's build phase")
+        if self.judge is not None and not self.judge.strip():
+            raise ValueError("judge must be 'scripted' or an LLM spec, not empty")
         return self
 
     def to_json(self) -> str:

@@ -40,14 +40,18 @@ from pathlib import Path
 from typing import Any
 
 from deltamem.errors import StoreError
+from deltamem.types import Step, Task
 
 __all__ = [
     "EPISODES_FILE",
+    "TRAJECTORIES_FILE",
     "EpisodeLog",
     "PhaseSummary",
     "RunResult",
+    "append_trajectory",
     "bank_size",
     "read_episodes",
+    "read_trajectories",
     "summarize",
 ]
 
@@ -91,6 +95,44 @@ def read_episodes(path: str | Path) -> list[dict[str, Any]]:
     except OSError as e:
         raise StoreError(f"cannot read {path}: {e}") from e
     return _parse(data, path)[0]
+
+
+TRAJECTORIES_FILE = "trajectories.jsonl"
+"""Per episode: what was recalled (text) and every step (action, observation, valid)."""
+
+OBSERVATION_CHARS = 600
+"""Observations longer than this are cut in ``trajectories.jsonl``."""
+
+
+def append_trajectory(path: str | Path, index: int, phase: str, task: Task, recall_text: str,
+                      steps: Sequence[Step]) -> None:
+    """Append one episode's trajectory line (for analysis; not needed to resume a run).
+
+    After a crash an episode may be written twice: :func:`read_trajectories` keeps the
+    last line of each index."""
+    line = {"index": index, "phase": phase, "task_id": task.id, "goal": task.goal,
+            "recall": recall_text,
+            "steps": [[s.action, s.observation[:OBSERVATION_CHARS], bool(s.valid)]
+                      for s in steps]}
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
+def read_trajectories(run_dir: str | Path) -> dict[int, dict[str, Any]]:
+    """The trajectories of a run directory by episode index (``{}`` when none were kept);
+    a torn last line is ignored."""
+    path = Path(run_dir) / TRAJECTORIES_FILE
+    out: dict[int, dict[str, Any]] = {}
+    if not path.exists():
+        return out
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("index"), int):
+            out[rec["index"]] = rec
+    return out
 
 
 class EpisodeLog:

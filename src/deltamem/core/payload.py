@@ -66,13 +66,15 @@ def entry_title(tree: TreeName, entry: ChainEntry, index: int) -> str:
     return f"[{noun} Delta {index}]"
 
 
-def render_chain(tree: TreeName, chain: Sequence[ChainEntry]) -> str:
+def render_chain(tree: TreeName, chain: Sequence[ChainEntry], *, deltas_before: int = 0) -> str:
     """Render a root → match chain (Eq. 7) as plain text, root first.
 
     Failure records are marked so the agent avoids rather than follows them.
+    ``deltas_before``: SUCCESS deltas of the chain left out before ``chain[0]`` (a chain
+    cut from its root side), so the deltas shown keep their numbers.
     """
     lines: list[str] = []
-    delta = 0
+    delta = deltas_before
     for entry in chain:
         if entry.kind == "RESIDUAL" and entry.label == "SUCCESS":
             delta += 1

@@ -187,6 +187,22 @@ def abstract_goal(goal: str) -> str:
     return re.sub(r"\s+([.,;:!?])", r"\1", text)
 
 
+def goal_entities(goal: str) -> list[str]:
+    """The goal's entity words in order of appearance, the words :func:`abstract_goal`
+    replaces ("put a hot cup in countertop" → ``["cup", "countertop"]``): the object
+    first, then the places and tools."""
+    words = drop_numbers(goal).lower().replace(",", " , ").split()
+    abstract = abstract_goal(goal).replace(",", " , ").split()
+    out: list[str] = []
+    if len(words) != len(abstract):  # tokens the abstraction split differently
+        return out
+    for w, a in zip(words, abstract, strict=True):
+        w = w.strip(".,;:!?")
+        if a.startswith("{") and a.endswith("}") and w not in out:
+            out.append(w)
+    return out
+
+
 def place_list(scene: str) -> str:
     """The kinds of things a scene lists ("you see a cabinet 1, a fridge 1, ...").
 

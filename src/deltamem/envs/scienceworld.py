@@ -46,11 +46,13 @@ __all__ = [
     "INVALID_ACTION",
     "PAPER_SEEN",
     "PAPER_UNSEEN",
+    "ROOMS",
     "TASKS",
     "ScienceWorldEnv",
     "default_max_steps",
     "parse_task_id",
     "sample_variations",
+    "teleport_walks",
 ]
 
 log = logging.getLogger(__name__)
@@ -322,6 +324,51 @@ def parse_task_id(task_id: str) -> tuple[str, int]:
     return name, variation
 
 
+#: the rooms of ScienceWorld's house (the paper's agent instruction, App. C.1)
+ROOMS = ("kitchen", "foundry", "workshop", "bathroom", "outside", "living room", "bedroom",
+         "greenhouse", "art studio", "hallway")
+_OPEN_DOOR = "open door to "
+_GO_TO = "go to "
+
+
+def teleport_walks(actions: Sequence[str]) -> list[str]:
+    """``actions`` with each walk through doors made one teleport.
+
+    A walk is a maximal run of ``open door to ROOM`` / ``go to ROOM`` actions (ROOM one of
+    :data:`ROOMS`) holding at least one ``go to``; it becomes ``teleport to`` the last room
+    it went to. Everything else is kept in order ("look around" between two walks ends the
+    first). The package's gold paths walk from room to room even under the ``easy``
+    simplification, whose ``teleportAction`` reaches any room in one step (the paper's
+    agent instruction: "You can teleport to any room in one step"), so a gold path can be
+    longer than the task's step cap (``boil`` 140 actions against 100,
+    ``chemistry-mix-paint-secondary-color`` 21 against 15).
+    """
+    out: list[str] = []
+    walk_to: str | None = None
+    in_walk = False
+    for action in actions:
+        low = " ".join(action.lower().split())
+        room = None
+        if low.startswith(_OPEN_DOOR) and low[len(_OPEN_DOOR):] in ROOMS:
+            room = ""
+        elif low.startswith(_GO_TO) and low[len(_GO_TO):] in ROOMS:
+            room = low[len(_GO_TO):]
+        if room is not None:
+            in_walk = True
+            walk_to = room or walk_to
+            continue
+        if in_walk and walk_to:  # doors opened without going through need no teleport
+            out.append(f"teleport to {walk_to}")
+        in_walk, walk_to = False, None
+        out.append(action)
+    if in_walk and walk_to:
+        out.append(f"teleport to {walk_to}")
+    return out
+
+
+#: verbs that only look: after one of them, an action the engine refused is still refused
+_OBSERVING = frozenset({"look", "examine", "read", "inventory"})
+
 _JVM_ENV_LOCK = threading.Lock()
 Admissible = Literal["valid", "templates", "none"]
 
@@ -345,12 +392,21 @@ class ScienceWorldEnv(Environment):
         admissible: what :meth:`admissible_actions` lists: ``"valid"`` = the
             engine's valid action-object combinations (15-450 ms per call, cached
             until the next step), ``"templates"`` = the action templates with
-            ``<OBJ>`` placeholders, ``"none"`` = nothing (unknown).
+            ``<OBJ>`` placeholders, ``"none"`` = nothing (unknown). The engine also
+            lists actions on things it cannot reach (``focus on ice cream`` while the
+            ice cream is in a closed freezer) and answers them :data:`INVALID_ACTION`;
+            such an action is left out of the ``"valid"`` list until an action that
+            is not only a look (``look``, ``examine``, ``read``, ``inventory``) succeeds.
         admissible_cap: with ``"valid"``, a state with more valid combinations
             than this lists the templates instead (``None``: no cap).
         resolve_ambiguity: when the engine answers "Ambiguous request ..." it
             waits for a number; ``True`` answers ``0`` (its first reading) in the
             same step and returns that outcome.
+        teleport_solution: :meth:`solution` (the demonstrations of ``--train-agent
+            expert``) teleports where the gold path walks through doors, when the
+            simplification allows it (:func:`teleport_walks`): on the first 40 ``train``
+            variations of eight tasks (seed 0) the demonstrations won 38 instead of 33
+            (``docs/design-notes.md``). ``False``: the package's gold path as it is.
         tasks: keep only these task names (a sequence, or one comma-separated
             string as ``-e tasks=boil,melt`` gives it): the stream of a split is then
             every variation of those tasks in that split, each task's shuffled by
@@ -380,8 +436,10 @@ class ScienceWorldEnv(Environment):
         admissible_cap: int | None = None,
         resolve_ambiguity: bool = True,
         tasks: str | Sequence[str] | None = None,
+        teleport_solution: bool = True,
     ) -> None:
         self.tasks = _task_names(tasks)
+        self.teleport_solution = teleport_solution
         self.simplification = simplification
         self.jvm_max_heap = jvm_max_heap
         self.sampler = sampler
@@ -397,6 +455,7 @@ class ScienceWorldEnv(Environment):
         self._best = 0
         self._cap = 0
         self._admissible_cache: list[str] | None = None
+        self._refused: set[str] = set()
 
     # -- engine ------------------------------------------------------------------------
 
@@ -493,6 +552,7 @@ class ScienceWorldEnv(Environment):
         self._best = 0
         self._cap = cap
         self._admissible_cache = None
+        self._refused = set()
         return self._task
 
     def admissible_actions(self) -> list[str]:
@@ -503,7 +563,7 @@ class ScienceWorldEnv(Environment):
         if self.admissible == "templates":
             return self._templates(sw)
         if self._admissible_cache is None:
-            valid = sorted(set(sw.get_valid_action_object_combinations()))
+            valid = sorted(set(sw.get_valid_action_object_combinations()) - self._refused)
             if self.admissible_cap is not None and len(valid) > self.admissible_cap:
                 log.info("%d valid actions > cap %d: listing templates", len(valid),
                          self.admissible_cap)
@@ -530,6 +590,10 @@ class ScienceWorldEnv(Environment):
         if self.resolve_ambiguity and observation.startswith(_AMBIGUOUS):
             observation = str(server.step("0"))
         valid = not observation.startswith(INVALID_ACTION)
+        if not valid:
+            self._refused.add(action)
+        elif action.split()[:1] and action.split()[0] not in _OBSERVING:
+            self._refused.clear()  # the world may have changed: what was refused may work
         raw = round(100 * float(server.getScore()))
         completed = bool(server.getCompleted())
         self._steps += 1
@@ -563,7 +627,10 @@ class ScienceWorldEnv(Environment):
         return gold
 
     def solution(self) -> list[str] | None:
-        """The gold action sequence of the current task (see :meth:`Environment.solution`).
+        """The gold action sequence of the current task (see :meth:`Environment.solution`),
+        with its walks through doors made teleports (:func:`teleport_walks`) when the
+        simplification allows teleporting (``easy`` or ``teleportAction``) and
+        ``teleport_solution`` is on.
 
         Computing it reloads the task, so the task is reset again afterwards: call it
         before the first step. ``None`` when the package has no gold path for it.
@@ -576,7 +643,15 @@ class ScienceWorldEnv(Environment):
         except RuntimeError:
             gold = []
         self.reset(task_id)
+        if gold and self.teleport_solution and self.can_teleport:
+            gold = teleport_walks(gold)
         return gold or None
+
+    @property
+    def can_teleport(self) -> bool:
+        """Whether the simplification offers ``teleport to ROOM`` (``easy``/``teleportAction``)."""
+        parts = {p.strip() for p in self.simplification.split(",")}
+        return bool(parts & {"easy", "teleportAction"})
 
     def close(self) -> None:
         """Stop the JVM (waits up to 10 s, then kills the process this adapter started)."""
@@ -606,4 +681,5 @@ class ScienceWorldEnv(Environment):
             "sampler": self.sampler, "max_steps": self.max_steps_override,
             "score_mode": self.score_mode, "admissible": self.admissible,
             "admissible_cap": self.admissible_cap, "resolve_ambiguity": self.resolve_ambiguity,
+            "teleport_solution": self.teleport_solution,
         }

@@ -43,6 +43,7 @@ from deltamem.errors import ConfigError, ExtractionError, InvalidInputError
 from deltamem.extract.base import EXTRACTION_ROLES, SKIPPABLE, Role
 from deltamem.extract.schema import ALL_ROLES, parse_output, schema_for
 from deltamem.llm.base import LLMClient, Message
+from deltamem.llm.structured import RAW_IN_LOG, complete_with_repair, truncate_middle
 from deltamem.templates import read_template
 from deltamem.types import Episode, Step
 
@@ -54,7 +55,6 @@ __all__ = [
     "load_template",
     "render_trajectory",
     "template_domain",
-    "truncate_middle",
 ]
 
 logger = logging.getLogger("deltamem.extract")
@@ -68,8 +68,6 @@ TEMPLATE_DOMAINS: tuple[str, ...] = ("alfworld", "scienceworld", "webshop", "gen
 """Domains with their own template folder."""
 
 _SCENE_CHARS = 1500
-_RAW_IN_REPAIR = 2000
-_RAW_IN_LOG = 300
 _MIN_TRAJECTORY_CHARS = 200
 _SYSTEM = ("You turn an agent's episodes into entries of its long-term memory. "
            "Answer with one JSON object and nothing else.")
@@ -113,31 +111,6 @@ def load_template(domain: str, role: str, prompt_dir: Path | None = None) -> str
     return read_template(path, PROMPT_VARIABLES, "extraction prompt")
 
 
-def truncate_middle(text: str, budget: int) -> str:
-    """``text`` if it fits in ``budget`` characters, else its head and tail joined by a marker.
-
-    The result is never longer than ``budget``; head and tail get half the room
-    each and are cut at line boundaries when that keeps at least half of it.
-    Raises :class:`ConfigError` when ``budget`` is too small for the marker.
-    """
-    if len(text) <= budget:
-        return text
-    marker = "\n[... {} characters omitted ...]\n"
-    room = budget - len(marker.format(len(text)))
-    if room < 2:
-        raise ConfigError(f"truncation budget {budget} is too small")
-    head_len = room // 2
-    tail_len = room - head_len
-    head, tail = text[:head_len], text[len(text) - tail_len:]
-    cut = head.rfind("\n")
-    if cut >= head_len // 2:
-        head = head[:cut]
-    cut = tail.find("\n")
-    if 0 <= cut < tail_len // 2:
-        tail = tail[cut + 1:]
-    return head + marker.format(len(text) - len(head) - len(tail)) + tail
-
-
 def render_trajectory(steps: Sequence[Step], first_observation: str = "") -> str:
     """Steps as ``"> action"`` lines each followed by the observation (no truncation)."""
     lines = [first_observation.strip()] if first_observation.strip() else []
@@ -155,7 +128,8 @@ class LLMExtractor:
         llm: any :class:`~deltamem.llm.base.LLMClient`; calls are made with purpose
             ``extract`` (``consolidate`` for consolidation) and the role's JSON schema.
         max_trajectory_chars: character budget of the rendered trajectory; longer
-            ones keep their beginning and end (see :func:`truncate_middle`).
+            ones keep their beginning and end
+            (:func:`~deltamem.llm.structured.truncate_middle`).
         max_tokens: completion cap of each call.
         on_reject: called with a :class:`Rejection` each time an answer stays
             invalid after the repair call (before the error is raised).
@@ -280,30 +254,19 @@ class LLMExtractor:
     # -- calling and repairing -------------------------------------------------------------
 
     def _run(self, role: str, domain: str, prompt: str, *, purpose: str) -> Payload | None:
-        schema = schema_for(role, domain)
         messages: list[Message] = [
             {"role": "system", "content": _SYSTEM},
             {"role": "user", "content": prompt},
         ]
-        raw = self.llm.complete(messages, purpose=purpose, schema=schema,
-                                max_tokens=self.max_tokens).text
         try:
-            return parse_output(role, raw, domain=domain)
-        except ExtractionError as first:
-            reason = str(first)
-        repair = [
-            *messages,
-            {"role": "assistant", "content": truncate_middle(raw, _RAW_IN_REPAIR)},
-            {"role": "user", "content": _repair_request(role, reason)},
-        ]
-        raw = self.llm.complete(repair, purpose=purpose, schema=schema,
-                                max_tokens=self.max_tokens).text
-        try:
-            return parse_output(role, raw, domain=domain)
-        except ExtractionError as second:
-            reason = str(second)
+            return complete_with_repair(
+                self.llm, messages, parse=lambda raw: parse_output(role, raw, domain=domain),
+                repair_request=lambda reason: _repair_request(role, reason), purpose=purpose,
+                schema=schema_for(role, domain), max_tokens=self.max_tokens)
+        except ExtractionError as e:
+            reason, raw = str(e), e.raw
         logger.warning("rejected %s output (domain %s) after repair: %s; raw output: %r",
-                       role, domain, reason, raw[:_RAW_IN_LOG])
+                       role, domain, reason, raw[:RAW_IN_LOG])
         if self.on_reject is not None:
             self.on_reject(Rejection(role=role, domain=domain, reason=reason, raw=raw))
         raise ExtractionError(f"{role} output rejected after one repair: {reason}",

@@ -23,9 +23,6 @@ The only leniency is surrounding whitespace and one Markdown code fence
 
 from __future__ import annotations
 
-import json
-import re
-import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,6 +31,7 @@ import jsonschema
 from deltamem.core.payload import Payload
 from deltamem.errors import ConfigError, ExtractionError
 from deltamem.extract.base import CONSOLIDATION_ROLES, EXTRACTION_ROLES, SKIPPABLE
+from deltamem.llm.structured import bad_char, decode_object, describe_schema_error
 
 __all__ = [
     "ACTIVATION_MAX",
@@ -63,7 +61,6 @@ FAILURE_ROLES: frozenset[str] = frozenset({"task_root_failure", "task_residual_f
 _EXEMPLAR_ROLES: frozenset[str] = frozenset({"task_root_success", "consolidate_skill"})
 
 _KEYS = ("activation_condition", "execution_procedure", "termination_condition")
-_FENCE = re.compile(r"\A```(?:json)?[ \t]*\n(?P<body>.*)\n[ \t]*```\Z", re.DOTALL)
 
 
 def _check_role(role: str) -> None:
@@ -119,38 +116,6 @@ def _reject(role: str, raw: str, reason: str) -> ExtractionError:
     return ExtractionError(f"{role}: {reason}", role=role, raw=raw)
 
 
-def _strip_fence(text: str) -> str:
-    body = text.strip()
-    match = _FENCE.match(body)
-    return match.group("body").strip() if match else body
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"non-standard JSON constant {name}")
-
-
-def _bad_char(value: str) -> str | None:
-    """A description of the first forbidden character in ``value``, or None."""
-    for i, ch in enumerate(value):
-        if ch in "\n\t":
-            continue
-        category = unicodedata.category(ch)
-        if category == "Cc":
-            return f"control character U+{ord(ch):04X} at position {i}"
-        if category == "Cs":
-            return f"lone surrogate U+{ord(ch):04X} at position {i}"
-    return None
-
-
 def validate_object(role: str, obj: Any, domain: str = "generic", raw: str = "") -> Payload | None:
     """Check a decoded answer; return its :class:`Payload`, or ``None`` for a valid skip.
 
@@ -169,11 +134,11 @@ def validate_object(role: str, obj: Any, domain: str = "generic", raw: str = "")
         key=lambda e: list(e.path),
     )
     if errors:
-        raise _reject(role, raw, _describe(errors[0], obj))
+        raise _reject(role, raw, describe_schema_error(errors[0], obj))
     if "skip" in obj:
         return None
     for key in _KEYS:
-        bad = _bad_char(obj[key])
+        bad = bad_char(obj[key])
         if bad:
             raise _reject(role, raw, f"{key} contains a {bad}")
     for key in _KEYS[:2]:
@@ -188,27 +153,6 @@ def validate_object(role: str, obj: Any, domain: str = "generic", raw: str = "")
     )
 
 
-def _describe(error: jsonschema.ValidationError, obj: Mapping[str, Any]) -> str:
-    """A short, precise reason for one schema error (oneOf errors resolved to the likely branch)."""
-    if error.validator == "oneOf" and error.context:
-        branch = 1 if "skip" in obj else 0
-        sub = [e for e in error.context if e.relative_schema_path and
-               e.relative_schema_path[0] == branch]
-        if sub:
-            error = sorted(sub, key=lambda e: list(e.path))[0]
-    where = ".".join(str(p) for p in error.path)
-    if error.validator == "maxLength":
-        length = len(error.instance) if isinstance(error.instance, str) else "?"
-        what = f"is {length} characters, the limit is {error.validator_value}"
-    elif error.validator == "minLength":
-        what = "must not be empty"
-    else:
-        what = error.message
-        if len(what) > 200:
-            what = what[:200] + "..."
-    return f"{where} {what}" if where else what
-
-
 def parse_output(role: str, text: str, *, domain: str = "generic") -> Payload | None:
     """Parse a raw LLM answer for ``role``; :class:`Payload`, or ``None`` for a valid skip.
 
@@ -218,14 +162,4 @@ def parse_output(role: str, text: str, *, domain: str = "generic") -> Payload | 
     precisely what is wrong; ``error.raw`` holds ``text``.
     """
     _check_role(role)
-    body = _strip_fence(text)
-    if not body:
-        raise _reject(role, text, "empty output")
-    try:
-        obj = json.loads(body, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
-    except json.JSONDecodeError as exc:
-        raise _reject(role, text, f"invalid JSON: {exc.msg} at line {exc.lineno} column "
-                                  f"{exc.colno}") from None
-    except (ValueError, RecursionError) as exc:
-        raise _reject(role, text, f"invalid JSON: {exc}") from None
-    return validate_object(role, obj, domain, raw=text)
+    return validate_object(role, decode_object(role, text), domain, raw=text)

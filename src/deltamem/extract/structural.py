@@ -13,6 +13,24 @@ It follows the paper's extraction rules (§3.4) with plain text processing:
   ("On the countertop 1, you see a apple 1, ...") and receptacle behaviour
   ("The fridge 1 is closed."); residuals keep only new facts;
 * consolidation (Eq. 8) concatenates the chain, dropping repeated lines.
+
+ScienceWorld (domain ``scienceworld``) adds what the paper's prompts ask of its skills and
+knowledge (App. C.6: "which room each item is found in, the full action sequence in order";
+C.7: "specific room -> item mappings"), still with plain text processing:
+
+* skills leave out steps that changed nothing in the recalled game (the engine's "The
+  door is already open.", "No known action matches that input.", the bare ``0`` that
+  answered an ambiguity), and words of the action templates ("look *around*", "pick
+  *up*") never become placeholders, so ``look around`` stays an action;
+* skills end with the rooms where the items the procedure handled were found
+  (``- thermometer: found in/on kitchen``), read from the room the agent was in when it
+  first picked up, focused on, moved or used each item;
+* knowledge lists every item of every room the episode saw (``This room is called the
+  kitchen. In it, you see: ...``, items on or in others included) as
+  ``item: found in/on room``, the items the episode handled first.
+
+Every other domain is extracted exactly as before these rules (a test compares household
+payloads byte for byte).
 """
 
 from __future__ import annotations
@@ -118,12 +136,13 @@ def _is_invalid(step: Step) -> bool:
 class _Placeholders:
     """Goal entities → {A}, {B}, ... (entities are goal words used in actions)."""
 
-    def __init__(self, goal: str, actions: Sequence[str]) -> None:
+    def __init__(self, goal: str, actions: Sequence[str],
+                 fixed: frozenset[str] = frozenset()) -> None:
         used = " ".join(actions).lower()
         words = re.findall(r"[a-z][a-z-]+", goal.lower())
         self.mapping: dict[str, str] = {}
         for w in words:
-            if w in _STOP or w in self.mapping or len(w) < 3:
+            if w in _STOP or w in fixed or w in self.mapping or len(w) < 3:
                 continue
             if re.search(rf"\b{re.escape(w)}\b", used) and not _is_verb(w, actions):
                 self.mapping[w] = "{" + chr(ord("A") + len(self.mapping)) + "}"
@@ -167,6 +186,108 @@ def _chain_lines(chain: Sequence[ChainEntry]) -> set[str]:
     return lines
 
 
+# -- ScienceWorld ------------------------------------------------------------------------
+
+#: words of ScienceWorld's action templates ("look around", "pick up OBJ", "move OBJ to
+#: inventory"): a goal word among them is never made a placeholder
+_SW_TEMPLATE_TEXT = (
+    "around up down inventory look focus teleport move pick pour mix open close activate "
+    "deactivate connect disconnect use examine read wait wait1 eat flush dunk")
+_SW_TEMPLATE_WORDS = frozenset(_SW_TEMPLATE_TEXT.split())
+_SW_NOOP = ("already", "no known action", "nothing happens", "ambiguous request",
+            "you can't", "i'm not sure")
+_SW_ROOM = re.compile(r"(?:this room is called the|you (?:teleport|move) to the) ([a-z][a-z ]*?)"
+                      r"[.\n]", re.IGNORECASE)
+_SW_LOOK = re.compile(r"This room is called the ([a-z][a-z ]*?)\. In it, you see:(.*?)"
+                      r"(?:\n\s*You also see:|$)", re.IGNORECASE | re.DOTALL)
+_SW_HANDLE = re.compile(r"^(?:pick up|focus on|move|use|pour|connect|mix|open|activate) "
+                        r"(.+?)(?: (?:to|into|on|in)\b.*)?$")
+_SW_SKIP_ITEMS = frozenset({"agent", "air", "substance called air", "nothing", "inventory"})
+
+
+def _sw_noop(step: Step) -> bool:
+    """A ScienceWorld step that changed nothing: invalid, a no-op answer, or a bare number
+    (the answer to an ambiguity the adapter already resolves)."""
+    if _is_invalid(step) or step.action.strip().isdigit():
+        return True
+    obs = step.observation.strip().lower()
+    return any(h in obs for h in _SW_NOOP)
+
+
+def _sw_item(text: str) -> str:
+    """An item's name from a listing entry: article and "substance called" dropped."""
+    t = re.sub(r"^(?:and\s+)?(?:an?|the|some)\s+", "", text.strip(), flags=re.IGNORECASE)
+    t = re.sub(r"^substance called\s+", "", t.strip(), flags=re.IGNORECASE)
+    return abstract_text(t).strip(" .").lower()
+
+
+_SW_STATE = re.compile(r",\s*(?:which is|currently|that is)[^,.()]*|The [^.]*? door is \w+\.?",
+                       re.IGNORECASE)
+_SW_NEST = re.compile(r"\(containing|\b(?:On|In) the [^:.]*?(?:is|are):|\)", re.IGNORECASE)
+
+
+def _sw_room_items(text: str) -> list[tuple[str, str]]:
+    """``(item, room)`` for everything a "look around" text lists, nested items (on a table,
+    in a cupboard, in a jar) included, states ("which is turned off") left out."""
+    out: list[tuple[str, str]] = []
+    for room, listing in _SW_LOOK.findall(text):
+        room = room.strip().lower()
+        flat = _SW_NEST.sub(",", _SW_STATE.sub("", listing))
+        for part in re.split(r"[,.\n\t]", flat):
+            item = _sw_item(part)
+            if item and item not in _SW_SKIP_ITEMS and not item.startswith("door to"):
+                out.append((item, room))
+    return out
+
+
+def _sw_handled(ep: Episode) -> list[tuple[str, str]]:
+    """``(item, room)`` for each item the episode first picked up, focused on, moved or
+    used, with the room it was in at the time (rooms read from the observations)."""
+    room = ""
+    m = _SW_ROOM.search(ep.task.observation or ep.task.scene)
+    if m:
+        room = m.group(1).strip().lower()
+    out: dict[str, str] = {}
+    for step in ep.steps:
+        if not _sw_noop(step):
+            act = " ".join(step.action.lower().split())
+            h = _SW_HANDLE.match(act)
+            if h and room and not act.startswith(("teleport", "go to")):
+                item = abstract_text(h.group(1)).strip()
+                if item and item not in _SW_SKIP_ITEMS and not item.startswith("door to"):
+                    out.setdefault(item, room)
+        m = _SW_ROOM.search(step.observation)
+        if m and not _is_invalid(step):
+            room = m.group(1).strip().lower()
+    return list(out.items())
+
+
+def _sw_item_rooms(ep: Episode) -> list[str]:
+    return [f"{item}: found in/on {room}" for item, room in _sw_handled(ep)]
+
+
+def _where(facts: Sequence[str], known: set[str]) -> str:
+    new = [f for f in dict.fromkeys(facts) if f.lower() not in known]
+    return ("\nWhere the items were:\n" + "\n".join(f"- {f}" for f in new)) if new else ""
+
+
+def _sw_facts(ep: Episode) -> list[str]:
+    """ScienceWorld knowledge: ``item: found in/on room`` for every item seen, those the
+    episode handled first, then device states and no-op pitfalls."""
+    handled = [f"{item}: found in/on {room}" for item, room in _sw_handled(ep)]
+    seen: list[str] = []
+    texts = [ep.task.observation or ep.task.scene, *(s.observation for s in ep.steps)]
+    for text in texts:
+        seen.extend(f"{item}: found in/on {room}" for item, room in _sw_room_items(text))
+    names = {f.split(":", 1)[0] for f in handled}
+    first = [f for f in seen if f.split(":", 1)[0] in names]
+    facts = [*handled, *first, *seen]
+    for step in ep.steps:
+        if step.action and _sw_noop(step) and not step.action.strip().isdigit():
+            facts.append(f"pitfall: '{abstract_text(step.action)}' had no effect")
+    return list(dict.fromkeys(facts))
+
+
 class StructuralExtractor:
     """Deterministic :class:`~deltamem.extract.base.Extractor` (no LLM, no cost)."""
 
@@ -176,24 +297,30 @@ class StructuralExtractor:
         self, role: Role, episode: Episode, chain: Sequence[ChainEntry], domain: str
     ) -> Payload | None:
         get_domain(domain)
+        sw = domain == "scienceworld"
         if role == "task_root_success":
-            return self._skill(episode, chain=())
+            return self._skill(episode, chain=(), sw=sw)
         if role == "task_residual_success":
-            return self._skill(episode, chain=chain)
+            return self._skill(episode, chain=chain, sw=sw)
         if role == "task_root_failure":
             return self._failure(episode, chain=())
         if role == "task_residual_failure":
             return self._failure(episode, chain=chain)
         if role == "env_root":
-            return self._knowledge(episode, chain=())
+            return self._knowledge(episode, chain=(), sw=sw)
         if role == "env_residual":
-            return self._knowledge(episode, chain=chain)
+            return self._knowledge(episode, chain=chain, sw=sw)
         raise ValueError(f"unknown extraction role {role!r}")
 
     # -- task tree -----------------------------------------------------------
-    def _skill(self, ep: Episode, chain: Sequence[ChainEntry]) -> Payload | None:
-        valid = [s.action for s in ep.steps if not _is_invalid(s)]
-        ph = _Placeholders(ep.task.goal, valid)
+    def _skill(self, ep: Episode, chain: Sequence[ChainEntry], sw: bool = False
+               ) -> Payload | None:
+        if sw:
+            valid = [s.action for s in ep.steps if not _sw_noop(s)]
+            ph = _Placeholders(ep.task.goal, valid, fixed=_SW_TEMPLATE_WORDS)
+        else:
+            valid = [s.action for s in ep.steps if not _is_invalid(s)]
+            ph = _Placeholders(ep.task.goal, valid)
         steps: list[str] = []
         for a in valid:
             line = ph.apply(a)
@@ -205,6 +332,7 @@ class StructuralExtractor:
         activation = f"Tasks of the form: {goal}" + (f" ({legend})" if legend else "")
         last = steps[-1] if steps else "the final action"
         termination = f"The environment reports the task done after: {last}"
+        where = [ph.apply(f) for f in _sw_item_rooms(ep)] if sw else []
         if chain:
             known = _chain_lines(chain)
             new = [s for s in steps if s.lower() not in known]
@@ -212,12 +340,14 @@ class StructuralExtractor:
                 return None  # the chain already covers every step: skip
             return Payload(
                 _clip(f"Variant of the base skill: {goal}", MAX_ACTIVATION),
-                _clip("Extra steps not in the base:\n" + _numbered(new), MAX_PROCEDURE),
+                _clip("Extra steps not in the base:\n" + _numbered(new)
+                      + _where(where, known), MAX_PROCEDURE),
                 termination,
             )
         return Payload(
             _clip(activation, MAX_ACTIVATION),
-            _clip(_numbered(steps) or "(no valid action)", MAX_PROCEDURE),
+            _clip((_numbered(steps) or "(no valid action)") + _where(where, set()),
+                  MAX_PROCEDURE),
             termination,
         )
 
@@ -293,8 +423,9 @@ class StructuralExtractor:
                 facts.append(f"pitfall: '{abstract_text(action)}' had no effect")
         return list(dict.fromkeys(facts))
 
-    def _knowledge(self, ep: Episode, chain: Sequence[ChainEntry]) -> Payload | None:
-        facts = self._facts(ep)
+    def _knowledge(self, ep: Episode, chain: Sequence[ChainEntry], sw: bool = False
+                   ) -> Payload | None:
+        facts = _sw_facts(ep) if sw else self._facts(ep)
         scene = abstract_text(ep.task.scene_text)[:240]
         if chain:
             known = _chain_lines(chain)

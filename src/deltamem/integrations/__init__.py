@@ -1,7 +1,8 @@
 """deltamem inside agents built on other frameworks.
 
-* :mod:`deltamem.integrations.recorder` — :class:`EpisodeRecorder`, behind
-  ``Memory.episode(task)``: recall at the start, learn at the end (core, no extra);
+* :class:`EpisodeRecorder` (from :mod:`deltamem.recorder`, beside the memory contract),
+  behind ``Memory.episode(task)``: recall at the start, learn at the end (core, no extra);
+  the adapters below drive it;
 * :mod:`deltamem.integrations.mcp` — the Model Context Protocol server (``deltamem mcp``,
   extra ``deltamem[mcp]``);
 * :mod:`deltamem.integrations.langgraph` — recall and learn nodes for a LangGraph graph
@@ -12,6 +13,6 @@
 Importing this package imports none of the optional SDKs.
 """
 
-from deltamem.integrations.recorder import EpisodeRecorder
+from deltamem.recorder import EpisodeRecorder
 
 __all__ = ["EpisodeRecorder"]

@@ -12,7 +12,7 @@
     graph = builder.compile()
     memory.invoke(graph, {"messages": [("user", goal)]})
 
-The **recall node** starts an :class:`~deltamem.integrations.recorder.EpisodeRecorder`
+The **recall node** starts an :class:`~deltamem.recorder.EpisodeRecorder`
 (one per ``thread_id``; one shared slot when the config names none) and puts the recall
 text into the conversation before the first model call: merged into the leading system
 message when there is one (same message id, so ``add_messages`` replaces it), otherwise as
@@ -53,8 +53,8 @@ from langgraph.graph import END, START
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from deltamem.errors import InvalidInputError
-from deltamem.integrations.recorder import EpisodeRecorder, tool_action
 from deltamem.memory import Memory
+from deltamem.recorder import EpisodeRecorder, tool_action
 from deltamem.types import Task
 
 log = logging.getLogger("deltamem.langgraph")

@@ -9,7 +9,7 @@
                                    outcome=lambda output: (game.won, None))
 
 :class:`MemoryHooks` is a :class:`agents.RunHooks` driving one
-:class:`~deltamem.integrations.recorder.EpisodeRecorder`:
+:class:`~deltamem.recorder.EpisodeRecorder`:
 
 * ``on_agent_start`` (the first one of the run) recalls for the task;
 * the recall text reaches the model through :meth:`MemoryHooks.model_input_filter`
@@ -38,8 +38,8 @@ from typing import Any
 from agents.run_config import CallModelData, ModelInputData
 
 from agents import Agent, RunConfig, RunContextWrapper, RunHooks, Runner, RunResult, Tool
-from deltamem.integrations.recorder import EpisodeRecorder, tool_action
 from deltamem.memory import Memory
+from deltamem.recorder import EpisodeRecorder, tool_action
 from deltamem.types import Recall, Task
 
 log = logging.getLogger("deltamem.openai_agents")

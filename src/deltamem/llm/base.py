@@ -1,4 +1,5 @@
-"""The LLM client contract and the usage-counting base class.
+"""The LLM client contract, its optional log-probability capability, and the usage-counting
+base class.
 
 Every backend (OpenAI-compatible, local llama.cpp, record/replay, scripted)
 subclasses :class:`BaseLLM` and implements :meth:`BaseLLM._complete`; the base
@@ -71,6 +72,43 @@ class LLMClient(Protocol):
         max_tokens: int = 512,
         temperature: float = 0.0,
     ) -> Completion: ...
+
+
+@dataclass(frozen=True)
+class ScoredSample:
+    """One sampled output with its natural-log probability under the model.
+
+    ``logprob`` sums the log-probabilities of every sampled token, including the
+    end-of-generation token when ``finished``; ``tokens`` counts the tokens without it.
+    """
+
+    text: str
+    logprob: float
+    tokens: int
+    finished: bool
+
+
+@runtime_checkable
+class LogProbSampler(Protocol):
+    """An optional capability: sampling outputs with their exact log-probabilities.
+
+    Only a backend that reads the model's own token distribution can offer it (the local
+    llama.cpp model, :meth:`deltamem.llm.local.LocalLLM.sample`; an API that returns text
+    cannot), so it is a protocol of its own, next to :class:`LLMClient`; callers test for
+    it with ``isinstance(llm, LogProbSampler)``. Used by the information-gain estimate
+    (:mod:`deltamem.analysis.infogain`).
+
+    ``sample(messages, n=..., max_tokens=..., seed=...)`` returns ``n`` independent
+    samples of the reply to the chat ``messages``, drawn from the model's full
+    distribution at temperature 1 (no truncation: the log-probabilities must be
+    those of the distribution sampled from), each at most ``max_tokens`` long.
+    The same arguments must give the same samples.
+    """
+
+    name: str
+
+    def sample(self, messages: Sequence[Message], *, n: int, max_tokens: int,
+               seed: int) -> list[ScoredSample]: ...
 
 
 def estimate_tokens(text: str) -> int:

@@ -8,6 +8,12 @@ Specs::
     openai:MODEL             an OpenAI-compatible server (OpenAICompatLLM); base_url from
                              the base_url= keyword, else $OPENAI_BASE_URL, else OpenAI
     scripted                 ScriptedLLM: scripted responses=/responder=, else first choice
+    copilot:RUN_DIR          the trained MCMA copilot of a training run (role=, threads=,
+                             backend=); see :func:`deltamem.training.copilot.load_copilot`
+
+Backends are named by lazy ``"module:attr"`` entry points (:data:`ENTRY_POINTS`), like the
+memory and environment registries: ``copilot`` lives in the training package, a layer
+above this one, and is imported only when asked for (``deltamem[mcma]``).
 
 Keyword arguments go to the backend's constructor, except ``cache_path`` and
 ``cache_mode`` (default ``"auto"``), which wrap the backend in a
@@ -17,13 +23,27 @@ Keyword arguments go to the backend's constructor, except ``cache_path`` and
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any
 
 from deltamem.errors import ConfigError
 from deltamem.llm.base import LLMClient
 
-SPEC_FORMS = ("local", "local:/path/model.gguf", "openai:MODEL", "scripted")
+SPEC_FORMS = ("local", "local:/path/model.gguf", "openai:MODEL", "scripted", "copilot:RUN_DIR")
+
+ENTRY_POINTS: dict[str, str] = {
+    "local": "deltamem.llm.local:LocalLLM",
+    "openai": "deltamem.llm.openai_compat:OpenAICompatLLM",
+    "scripted": "deltamem.llm.scripted:ScriptedLLM",
+    "copilot": "deltamem.training.copilot:load_copilot",
+}
+"""Backend kind → the ``"module:attr"`` that builds it (imported on first use)."""
+
+
+def _entry_point(kind: str) -> Any:
+    module, _, attr = ENTRY_POINTS[kind].partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def make_llm(spec: str, **kwargs: Any) -> LLMClient:
@@ -55,21 +75,15 @@ def make_llm(spec: str, **kwargs: Any) -> LLMClient:
 
 def _backend(kind: str, arg: str, spec: str, kwargs: dict[str, Any]) -> LLMClient:
     if kind == "local":
-        from deltamem.llm.local import LocalLLM
-
         if arg:
             if "model_path" in kwargs:
                 raise ConfigError("give the model path in the spec or as model_path, not both")
             kwargs["model_path"] = arg
-        return LocalLLM(**kwargs)
-    if kind == "openai" and arg:
-        from deltamem.llm.openai_compat import OpenAICompatLLM
-
-        return OpenAICompatLLM(arg, **kwargs)
+        return _entry_point(kind)(**kwargs)  # type: ignore[no-any-return]
+    if kind in ("openai", "copilot") and arg:
+        return _entry_point(kind)(arg, **kwargs)  # type: ignore[no-any-return]
     if kind == "scripted" and not arg:
-        from deltamem.llm.scripted import ScriptedLLM
-
-        return ScriptedLLM(**kwargs)
+        return _entry_point(kind)(**kwargs)  # type: ignore[no-any-return]
     raise ConfigError(
         f"unknown LLM spec {spec!r}; valid forms: " + ", ".join(SPEC_FORMS)
     )

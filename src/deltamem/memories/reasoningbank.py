@@ -28,16 +28,16 @@ from pydantic import Field
 
 from deltamem.errors import ExtractionError
 from deltamem.extract.structural import StructuralExtractor, _is_invalid, abstract_text
-from deltamem.memories.baseline import (
-    BaselineConfig,
+from deltamem.llm.structured import ask_json
+from deltamem.memories.factory import make_factory
+from deltamem.memories.flat import (
+    FlatConfig,
     FlatMemory,
-    Plan,
-    ask_json,
     cosine,
     episode_prompt_values,
     load_prompt,
 )
-from deltamem.memories.factory import make_factory
+from deltamem.memories.plan import Plan
 from deltamem.store.items import Item
 from deltamem.types import Change, Episode, Recall, RecallItem, Task
 
@@ -55,7 +55,7 @@ _SHAPE = ('{"items": [{"title": "...", "description": "...", "content": "...", '
           '"tag": "strategy" or "warning"}, ...]}')
 
 
-class ReasoningBankConfig(BaselineConfig):
+class ReasoningBankConfig(FlatConfig):
     """ReasoningBank settings.
 
     Attributes:
@@ -144,7 +144,7 @@ class ReasoningBank(FlatMemory):
     """
 
     name = "reasoningbank"
-    config_class: ClassVar[type[BaselineConfig]] = ReasoningBankConfig
+    config_class: ClassVar[type[FlatConfig]] = ReasoningBankConfig
     source: ClassVar[str] = "lessons"
     header: ClassVar[str] = (
         "Lessons from earlier episodes, most relevant first. Apply a strategy when its "
@@ -159,7 +159,7 @@ class ReasoningBank(FlatMemory):
         items = [i for i in self._items() if i.kind == KIND and i.embedding is not None]
         if not items:
             return Recall(details={"matches": []})
-        q = emb.embed_queries([task.goal.strip()])[0]
+        q = emb.embed_queries([self.goal_text(task.goal)])[0]
         scores = cosine(np.stack([i.embedding for i in items]), q)  # type: ignore[misc]
         order = np.argsort(-scores, kind="stable")[: self.config.k]
         floor = self.config.min_score
@@ -202,7 +202,7 @@ class ReasoningBank(FlatMemory):
     def _distill_deterministic(self, episode: Episode) -> list[Lesson]:
         extractor = StructuralExtractor()
         domain = self.config.domain
-        goal = abstract_text(episode.task.goal)
+        goal = abstract_text(self.goal_text(episode.task.goal))  # the key's goal: query_text
         if not episode.success:
             p = extractor.extract("task_root_failure", episode, (), domain)
             assert p is not None  # root roles never skip

@@ -11,15 +11,17 @@ trajectory.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field
 
-from deltamem.extract.llm import render_trajectory, truncate_middle
-from deltamem.memories.baseline import BaselineConfig, FlatMemory, Plan, cosine
+from deltamem.extract.llm import render_trajectory
+from deltamem.llm.structured import truncate_middle
 from deltamem.memories.factory import make_factory
+from deltamem.memories.flat import FlatConfig, FlatMemory, cosine
+from deltamem.memories.plan import Plan
 from deltamem.store.items import Item
 from deltamem.types import Change, Episode, Recall, RecallItem, Task
 
@@ -28,17 +30,23 @@ __all__ = ["Synapse", "SynapseConfig", "make"]
 KIND = "trajectory"
 
 
-class SynapseConfig(BaselineConfig):
+class SynapseConfig(FlatConfig):
     """Synapse settings.
 
     Attributes:
         max_chars: character budget of one stored trajectory (longer ones keep
             their beginning and end).
         k: how many of the most similar trajectories to recall (the paper uses 1).
+        with_scene: the key and the query are the goal text (``query_text``) followed by
+            the scene; ``False`` (default): the goal text alone, as the paper's
+            baselines retrieve by task similarity. With a small embedder the scene's
+            room words decide the similarity and the goal's kind of task is lost
+            (``docs/design-notes.md``, "One query text for every memory").
     """
 
     max_chars: int = Field(default=4000, ge=200, le=100_000)
     k: int = Field(default=1, ge=1, le=10)
+    with_scene: bool = False
 
 
 class Synapse(FlatMemory):
@@ -59,7 +67,7 @@ class Synapse(FlatMemory):
     """
 
     name = "synapse"
-    config_class: ClassVar[type[BaselineConfig]] = SynapseConfig
+    config_class: ClassVar[type[FlatConfig]] = SynapseConfig
     source: ClassVar[str] = "trajectories"
     uses_llm: ClassVar[bool] = False
     header: ClassVar[str] = (
@@ -68,12 +76,15 @@ class Synapse(FlatMemory):
         "task, not theirs."
     )
     config: SynapseConfig
+    #: banks written before ``query_text`` / ``with_scene``: raw goal + scene keys
+    legacy_config: ClassVar[Mapping[str, Any]] = {"query_text": "goal", "with_scene": True}
 
-    @staticmethod
-    def query_text(task: Task) -> str:
-        """What is embedded to index and to look up a trajectory: goal + scene."""
-        scene = task.scene_text.strip()
-        return f"{task.goal.strip()}\n{scene}" if scene else task.goal.strip()
+    def query_text(self, task: Task) -> str:
+        """What is embedded to index and to look up a trajectory: the goal text
+        (``query_text``), followed by the scene when ``with_scene``."""
+        goal = self.goal_text(task.goal)
+        scene = task.scene_text.strip() if self.config.with_scene else ""
+        return f"{goal}\n{scene}" if scene else goal
 
     @staticmethod
     def full_text(episode: Episode) -> str:

@@ -1,18 +1,28 @@
-"""Open a bank store from a path or a URL.
+"""Open a bank store from a path or a URL; read, copy and load bank files.
 
 ``open_store`` is the one place that maps "where the bank is" to a store:
 ``postgresql://…`` / ``postgres://…`` URLs give a
 :class:`~deltamem.store.postgres.PostgresStore` (needs ``deltamem[postgres]``),
 anything else is a SQLite file path (``":memory:"`` for a throwaway bank).
+
+A bank is a node bank (DeltaMem's trees) or an item bank (the flat memories';
+:class:`~deltamem.store.items.ItemStore`), told apart by the memory system an item bank
+records in its meta (:func:`recorded_system`). :func:`export_bank_file` and
+:func:`import_bank_file` copy either kind through the JSONL records of
+:mod:`deltamem.store.records`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from deltamem.store.base import Store
+from deltamem.errors import InvalidInputError, StoreError
+from deltamem.store.base import ConfigCheck, Store
 
-__all__ = ["is_url", "open_store"]
+__all__ = [
+    "export_bank_file", "import_bank_file", "is_url", "open_store", "recorded_system",
+]
 
 
 def is_url(location: str | Path) -> bool:
@@ -22,8 +32,13 @@ def is_url(location: str | Path) -> bool:
     return is_postgres_url(location)
 
 
-def open_store(location: str | Path, *, readonly: bool = False) -> Store:
-    """The store of the bank at ``location`` (created unless ``readonly``).
+def open_store(
+    location: str | Path, *, readonly: bool = False, config_check: ConfigCheck | None = None
+) -> Store:
+    """The store of the node bank at ``location`` (created unless ``readonly``).
+
+    ``config_check``: what an import into it checks a bank configuration with (see
+    :data:`~deltamem.store.base.ConfigCheck`).
 
     Raises :class:`~deltamem.errors.StoreError` when it cannot be opened
     (missing with ``readonly``, unreachable server, not a deltamem bank, newer
@@ -32,7 +47,83 @@ def open_store(location: str | Path, *, readonly: bool = False) -> Store:
     if is_url(location):
         from deltamem.store.postgres import PostgresStore
 
-        return PostgresStore(str(location), readonly=readonly)
+        return PostgresStore(str(location), readonly=readonly, config_check=config_check)
     from deltamem.store.sqlite import SQLiteStore
 
-    return SQLiteStore(location, readonly=readonly)
+    return SQLiteStore(location, readonly=readonly, config_check=config_check)
+
+
+def recorded_system(location: str | Path) -> str | None:
+    """The memory system the bank at ``location`` records in its meta (an item bank's
+    ``system``), or ``None`` for a bank that records none: a node bank (a PostgreSQL bank
+    always is one).
+
+    Reads the file without opening it as a store (no lock; a bank in a read-only folder
+    too). Raises :class:`~deltamem.errors.StoreError` when there is no bank at
+    ``location`` or it is not a readable bank.
+    """
+    if is_url(location):
+        return None
+    from deltamem.store.sqlite import read_meta_value
+
+    return read_meta_value(location, "system")
+
+
+def _open_any(location: str | Path, *, readonly: bool, items: bool,
+              config_check: ConfigCheck | None = None) -> Any:
+    if items:
+        from deltamem.store.items import ItemStore
+
+        return ItemStore(str(location), readonly=readonly)
+    return open_store(location, readonly=readonly, config_check=config_check)
+
+
+def export_bank_file(location: str | Path, path: str | Path) -> int:
+    """Write every record of the bank at ``location`` (node or item bank) to the JSONL file
+    ``path`` atomically; returns the record count."""
+    from deltamem.store.jsonl import export_jsonl
+
+    store = _open_any(location, readonly=True, items=recorded_system(location) is not None)
+    try:
+        return export_jsonl(store, path)
+    finally:
+        store.close()
+
+
+def import_bank_file(
+    source: str | Path, location: str | Path, *, config_check: ConfigCheck | None = None
+) -> int:
+    """Load the JSONL export ``source`` into the bank at ``location`` (created if missing; it
+    must hold nothing yet) in one transaction; returns the number of nodes (or items).
+
+    An export whose meta record names a memory system is an item bank's; any other a node
+    bank's, checked with ``config_check``. Raises
+    :class:`~deltamem.errors.InvalidInputError` when ``source`` does not exist and
+    :class:`~deltamem.errors.StoreError` for a malformed export
+    (:class:`~deltamem.errors.InvalidImportError`: which record, why), a non-empty bank, a
+    missing folder or a storage failure; nothing is written then (a bank file the import
+    created is removed again).
+    """
+    from deltamem.store.jsonl import read_jsonl
+
+    src = Path(source)
+    if not src.exists():
+        raise InvalidInputError(f"no such file: {src}")
+    is_file = not is_url(location)
+    target = Path(location)
+    if is_file and not target.parent.is_dir():
+        raise StoreError(f"cannot import into {location}: folder {target.parent} does not exist")
+    made = is_file and not target.exists()
+    try:
+        first = next(read_jsonl(src), {})
+        items = isinstance(first, dict) and bool(first.get("system"))
+        store = _open_any(location, readonly=False, items=items, config_check=config_check)
+        try:
+            return int(store.import_records(read_jsonl(src)))
+        finally:
+            store.close()
+    except BaseException:
+        if made:  # leave no half-made bank behind
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(target) + suffix).unlink(missing_ok=True)
+        raise

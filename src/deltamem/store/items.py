@@ -5,13 +5,15 @@ ReasoningBank lesson items (paper §4.1, Table 5). They all fit one table of
 *items*: a kind, a lookup key, the text shown to the agent, a JSON payload
 with the structured fields and an optional float32 embedding.
 
-Same conventions as :class:`~deltamem.store.sqlite.SQLiteStore`: one file per
+Same conventions as :class:`~deltamem.store.sqlite.SQLiteStore`, whose SQLite
+connection it shares (:class:`~deltamem.store.sqlite.SQLiteBackend`): one file per
 bank, WAL journal, busy timeout, ``BEGIN IMMEDIATE`` transactions,
 ``synchronous=FULL``, named migrations applied inside a transaction, and a
 ``meta`` table recording the schema version, the memory system, the embedder
 (name and dimension) and the build configuration. A ``learned`` table makes
 ``learn`` idempotent per episode id; rejected LLM outputs are logged in
-``rejections``. JSONL export/import round-trips every field.
+``rejections`` (the ledger statements are :class:`~deltamem.store.sql.SQLLedger`'s).
+JSONL export/import round-trips every field.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import base64
 import json
 import math
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -30,8 +31,9 @@ from typing import Any
 import numpy as np
 
 from deltamem.errors import EmbedderMismatchError, StoreError
-from deltamem.store.records import META_KEYS, apply_records, meta_rows
-from deltamem.store.sqlite import SQLiteLedger, guarded, storage_error
+from deltamem.store.jsonl import export_jsonl, read_jsonl
+from deltamem.store.records import META_KEYS, apply_records
+from deltamem.store.sqlite import SQLiteBackend, Synchronous, guarded
 from deltamem.types import new_id
 
 __all__ = ["ITEMS_SCHEMA_VERSION", "Item", "ItemStore"]
@@ -72,7 +74,6 @@ _MIGRATIONS: list[tuple[str, str]] = [
 ]
 
 _COLS = "seq, id, system, kind, key, text, payload, embedding, episode_id, created_at, updated_at"
-_RAW_MAX = 20000
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class Item:
     seq: int = 0
 
 
-class ItemStore(SQLiteLedger):
+class ItemStore(SQLiteBackend):
     """A baseline bank in one SQLite file (``":memory:"`` for a throwaway bank).
 
     Args:
@@ -110,56 +111,24 @@ class ItemStore(SQLiteLedger):
     node bank included) or has a newer schema than this code reads.
     """
 
+    schema_version = ITEMS_SCHEMA_VERSION
+    schema_label = "item schema"
+    REJECTION_COLUMNS = ("created_at", "episode_id", "role", "reason", "raw")
+    META_IMPORT_KEYS = ("system", *META_KEYS)
+
     def __init__(self, path: str | Path, *, timeout: float = 60.0, readonly: bool = False):
-        self.path = str(path)
-        if self.path != ":memory:":
-            p = Path(self.path)
-            if readonly and not p.exists():
-                raise StoreError(f"no memory bank at {p}")
-            if not readonly:
-                p.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            if readonly and self.path != ":memory:":
-                conn = sqlite3.connect(
-                    f"file:{Path(self.path).resolve()}?mode=ro", uri=True, timeout=timeout,
-                    isolation_level=None, check_same_thread=False,
-                )
-            else:
-                conn = sqlite3.connect(
-                    self.path, timeout=timeout, isolation_level=None, check_same_thread=False
-                )
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            if not readonly:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = FULL")
-        except sqlite3.Error as e:
-            raise storage_error(e, self.path) from e
-        self._conn = conn
-        self._lock = threading.RLock()
-        self._in_tx = False
-        try:
-            if readonly:
-                if not self._has_table("items"):
-                    raise StoreError(f"{self.path} is not a baseline memory bank (no items table)")
-            else:
-                self._migrate()
-            self._check_schema()
-        except BaseException:
-            conn.close()
-            raise
+        self._open_file(path, timeout=timeout, readonly=readonly, synchronous="full")
 
     # -- setup -----------------------------------------------------------------
-    def _has_table(self, name: str) -> bool:
-        try:
-            row = self._conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)
-            ).fetchone()
-        except sqlite3.Error as e:
-            raise storage_error(e, self.path) from e
-        return row is not None
-
     @guarded
+    def _setup(self, readonly: bool, synchronous: Synchronous) -> None:
+        if readonly:
+            if not self._has_table("items"):
+                raise StoreError(f"{self.path} is not a baseline memory bank (no items table)")
+        else:
+            self._migrate()
+        self._check_schema()
+
     def _migrate(self) -> None:
         if self._has_table("nodes"):
             raise StoreError(
@@ -167,51 +136,12 @@ class ItemStore(SQLiteLedger):
                 "open it with DeltaMem or use another file"
             )
         with self.transaction():
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)"
-            )
-            done = {r[0] for r in self._conn.execute("SELECT name FROM migrations")}
+            done = self._migrations_done()
             if not done and self._has_table("meta"):
                 raise StoreError(f"{self.path} holds tables deltamem did not create")
-            for name, sql in _MIGRATIONS:
-                if name in done:
-                    continue
-                for stmt in sql.split(";"):
-                    if stmt.strip():
-                        self._conn.execute(stmt)
-                self._conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
-            if not done:
-                self._conn.execute(
-                    "INSERT INTO meta VALUES ('schema_version', ?)", (str(ITEMS_SCHEMA_VERSION),)
-                )
-
-    @guarded
-    def _check_schema(self) -> None:
-        v = self.meta().get("schema_version")
-        if v is not None and v > ITEMS_SCHEMA_VERSION:
-            raise StoreError(
-                f"bank {self.path} has item schema version {v}; this deltamem reads up to "
-                f"{ITEMS_SCHEMA_VERSION}: upgrade deltamem"
-            )
+            self._apply_migrations(_MIGRATIONS, done)
 
     # -- meta --------------------------------------------------------------------
-    @guarded
-    def meta(self) -> dict[str, Any]:
-        """``schema_version``, ``system``, ``embedder_name``, ``embedder_dim``, ``config``,
-        ``created_at`` — the ones recorded so far."""
-        out: dict[str, Any] = {}
-        for r in self._conn.execute("SELECT key, value FROM meta"):
-            k, v = r["key"], r["value"]
-            if k in ("schema_version", "embedder_dim"):
-                out[k] = int(v)
-            elif k == "created_at":
-                out[k] = float(v)
-            elif k == "config":
-                out[k] = json.loads(v)
-            else:
-                out[k] = v
-        return out
-
     @guarded
     def init_meta(
         self,
@@ -238,14 +168,13 @@ class ItemStore(SQLiteLedger):
             if "embedder_name" in cur:
                 self.check_embedder(embedder_name, embedder_dim)
                 return
-            rows = [
+            self._put_meta([
                 ("system", system),
                 ("embedder_name", embedder_name),
                 ("embedder_dim", str(int(embedder_dim))),
                 ("config", json.dumps(dict(config), sort_keys=True)),
                 ("created_at", repr(time.time())),
-            ]
-            self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
+            ])
 
     @guarded
     def check_embedder(self, name: str, dim: int) -> None:
@@ -360,25 +289,13 @@ class ItemStore(SQLiteLedger):
             raise StoreError(f"no item {item_id!r} in bank {self.path}")
 
     # -- logs ----------------------------------------------------------------------
-    @guarded
     def add_rejection(
         self, *, episode_id: str, role: str, reason: str, raw: str,
         created_at: float | None = None,
     ) -> None:
         """Log an LLM output that was rejected (``raw`` is kept up to 20,000 characters)."""
-        with self.transaction():
-            self._conn.execute(
-                "INSERT INTO rejections (created_at, episode_id, role, reason, raw) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (created_at or time.time(), episode_id, role, reason, raw[:_RAW_MAX]),
-            )
-
-    @guarded
-    def rejections(self) -> list[dict[str, Any]]:
-        rows = self._conn.execute(
-            "SELECT created_at, episode_id, role, reason, raw FROM rejections ORDER BY id"
-        ).fetchall()
-        return [dict(r) for r in rows]
+        self._add_rejection(episode_id=episode_id, role=role, reason=reason, raw=raw,
+                            created_at=created_at)
 
     # -- export / import --------------------------------------------------------------
     @guarded
@@ -392,12 +309,7 @@ class ItemStore(SQLiteLedger):
             if d["embedding"] is not None:
                 d["embedding"] = base64.b64encode(d["embedding"]).decode("ascii")
             yield {"type": "item", **d}
-        for r in self._conn.execute(
-            "SELECT created_at, episode_id, role, reason, raw FROM rejections ORDER BY id"
-        ):
-            yield {"type": "rejection", **dict(r)}
-        for r in self._conn.execute("SELECT episode_id, learned_at FROM learned ORDER BY rowid"):
-            yield {"type": "learned", **dict(r)}
+        yield from self._export_ledgers()
 
     @guarded
     def import_records(self, records: Iterable[Mapping[str, Any]]) -> int:
@@ -407,7 +319,7 @@ class ItemStore(SQLiteLedger):
         record, or an export of a newer schema; nothing is written then.
         """
         handlers: dict[str, Callable[[Mapping[str, Any]], object]] = {
-            "meta": self._import_meta,
+            "meta": self.import_meta,
             "item": lambda r: self.insert(_item_from_record(r), keep_seq=True),
             "rejection": lambda r: self.add_rejection(
                 episode_id=r["episode_id"], role=r["role"], reason=r["reason"], raw=r["raw"],
@@ -420,21 +332,12 @@ class ItemStore(SQLiteLedger):
                 raise StoreError(f"import needs an empty bank; {self.path} already has content")
             return apply_records(records, handlers, counted="item")
 
-    def _import_meta(self, rec: Mapping[str, Any]) -> None:
-        rows = meta_rows(rec, keys=("system", *META_KEYS), schema_version=ITEMS_SCHEMA_VERSION,
-                         what="item schema")
-        self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
-
     def export_jsonl(self, path: str | Path) -> int:
         """Write the bank to a JSONL file (one record a line, atomically); returns records."""
-        from deltamem.store.sqlite import export_jsonl
-
         return export_jsonl(self, path)
 
     def import_jsonl(self, path: str | Path) -> int:
         """Load a file written by :meth:`export_jsonl` into this empty bank; returns items."""
-        from deltamem.store.sqlite import read_jsonl
-
         return self.import_records(read_jsonl(path))
 
 

@@ -4,7 +4,9 @@ Same records and semantics as :class:`~deltamem.store.sqlite.SQLiteStore`
 (schema version, embedder identity in ``meta``, append-only nodes ordered by
 ``seq``, rejection log, learned episodes, JSONL export/import that round-trips
 every field), so a bank moves between the two backends through export/import
-unchanged.
+unchanged. The statements both run are written once in :mod:`deltamem.store.sql`;
+this module is the connection, the locking, the error mapping and the pgvector
+column (and the search below, which only PostgreSQL has).
 
 Addressing. A bank is named by a URL::
 
@@ -39,16 +41,15 @@ import hashlib
 import json
 import re
 import threading
-import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from deltamem.core.tree import Match, Node, exact_cosine
+from deltamem.core.tree import BestNode, exact_cosine
 from deltamem.errors import (
     BankDamagedError,
     BankReadOnlyError,
@@ -56,8 +57,8 @@ from deltamem.errors import (
     StorageFullError,
     StoreError,
 )
-from deltamem.store.base import SCHEMA_VERSION
-from deltamem.store.records import import_tree_records, meta_rows, node_from_columns
+from deltamem.store.base import ConfigCheck
+from deltamem.store.sql import SQLTreeStore
 
 __all__ = [
     "PgBankURL", "PostgresStore", "drop_bank", "is_postgres_url", "list_banks", "parse_url",
@@ -112,19 +113,29 @@ _MIGRATIONS: list[tuple[str, str]] = [
         INSERT INTO write_state VALUES (0);
         """,
     ),
+    # schema version 2 (issue 31): failure hits and last use per node, the audit trail;
+    # nodes already stored count as used at the upgrade
+    (
+        "0002_forgetting",
+        """
+        ALTER TABLE nodes ADD COLUMN failure_hits INTEGER NOT NULL DEFAULT 0
+            CHECK (failure_hits >= 0);
+        ALTER TABLE nodes ADD COLUMN last_used BIGINT NOT NULL DEFAULT 0;
+        UPDATE nodes SET last_used = (SELECT COUNT(*) FROM learned);
+        CREATE TABLE audit (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            created_at DOUBLE PRECISION NOT NULL,
+            episode_id TEXT NOT NULL,
+            node_id TEXT NOT NULL,
+            tree TEXT NOT NULL,
+            action TEXT NOT NULL,
+            policy TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            record TEXT NOT NULL
+        );
+        """,
+    ),
 ]
-
-_NODE_COLS = (
-    'seq, id, tree, kind, label, parent_id, depth, success_hits, consolidated, origin, '
-    'source_id, "trigger", activation, "procedure", termination, embedding::real[], '
-    "episode_id, created_at"
-)
-_NODE_KEYS = (
-    "seq", "id", "tree", "kind", "label", "parent_id", "depth", "success_hits", "consolidated",
-    "origin", "source_id", "trigger", "activation", "procedure", "termination", "embedding",
-    "episode_id", "created_at",
-)  # fmt: skip
-
 
 @dataclass(frozen=True)
 class PgBankURL:
@@ -229,7 +240,7 @@ def _connect(conninfo: str, schema: str, *, timeout: float, readonly: bool) -> A
         raise StoreError(f"cannot connect to PostgreSQL: {e}".strip()) from e
 
 
-class PostgresStore:
+class PostgresStore(SQLTreeStore):
     """A bank in a PostgreSQL database with the pgvector extension.
 
     Args:
@@ -238,6 +249,8 @@ class PostgresStore:
         index: ``exact`` or ``hnsw``; overrides the URL's ``index`` parameter.
         timeout: seconds to wait for the connection and for another writer's lock.
         readonly: open an existing bank without creating or migrating it.
+        config_check: what imports check a bank configuration with
+            (:data:`~deltamem.store.base.ConfigCheck`; the memory owning the bank sets it).
 
     Raises :class:`StoreError` when the server cannot be reached, the bank is
     missing (``readonly``), pgvector is not installed in the database, or the
@@ -252,7 +265,9 @@ class PostgresStore:
         index: str | None = None,
         timeout: float = 60.0,
         readonly: bool = False,
+        config_check: ConfigCheck | None = None,
     ) -> None:
+        self.config_check = config_check
         self.url = parse_url(url, bank=bank, index=index)
         self.bank = self.url.bank
         self.index: IndexMode = self.url.index
@@ -277,15 +292,52 @@ class PostgresStore:
             self._conn.close()
             raise
 
-    # -- low level -------------------------------------------------------------
+    # -- low level: the hooks of deltamem.store.sql ---------------------------------------
+    LEARNED_ORDER = "ord"
+    EMBEDDING_IN = "?::double precision[]::vector"
+    EMBEDDING_OUT = "embedding::real[]"
+
     def _exec(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
-        """Run one statement; database errors become :class:`StoreError`."""
+        """Run one statement (``%s`` placeholders); database errors become :class:`StoreError`."""
         import psycopg
 
         try:
             return self._conn.execute(sql, params)
         except psycopg.Error as e:
             raise store_error(e, f"bank {self.path}") from e
+
+    def _fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Any] | None:
+        return self._exec(sql.replace("?", "%s"), params).fetchone()
+
+    def _fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Sequence[Any]]:
+        return self._exec(sql.replace("?", "%s"), params).fetchall()
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return int(self._exec(sql.replace("?", "%s"), params).rowcount)
+
+    def _violates_constraint(self, error: StoreError) -> bool:
+        return str(getattr(error.__cause__, "sqlstate", None) or "").startswith("23")
+
+    def _wrote(self, changed: bool = True) -> None:
+        self._dirty = self._dirty or changed
+
+    def _embedder_dim_known(self, dim: int) -> None:
+        self._set_dim(dim)
+
+    def _embedding_param(self, vec: np.ndarray) -> list[float]:
+        return np.asarray(vec, dtype=np.float32).reshape(-1).astype(np.float64).tolist()
+
+    def _embedding_array(self, value: Any) -> np.ndarray:
+        return np.asarray(value, dtype=np.float32)
+
+    def _embedding_bytes(self, value: Any) -> bytes:
+        return np.asarray(value, dtype="<f4").tobytes()
+
+    def _imported(self) -> None:
+        self._exec(
+            "SELECT setval(pg_get_serial_sequence('nodes', 'seq'), "
+            "GREATEST((SELECT max(seq) FROM nodes), 1))"
+        )
 
     def _has_table(self, name: str) -> bool:
         row = self._exec(
@@ -317,26 +369,7 @@ class PostgresStore:
             done = {r[0] for r in self._exec("SELECT name FROM migrations")}
             if done - {name for name, _ in _MIGRATIONS}:
                 raise StoreError(f"{self.path} holds migrations this deltamem does not know")
-            for name, sql in _MIGRATIONS:
-                if name in done:
-                    continue
-                for stmt in sql.split(";"):
-                    if stmt.strip():
-                        self._exec(stmt)
-                self._exec("INSERT INTO migrations VALUES (%s, %s)", (name, time.time()))
-            if not done:
-                self._exec(
-                    "INSERT INTO meta VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),)
-                )
-                self._dirty = True
-
-    def _check_schema(self) -> None:
-        v = self.meta().get("schema_version")
-        if v is not None and v > SCHEMA_VERSION:
-            raise StoreError(
-                f"bank {self.path} has schema version {v}; this deltamem reads up to "
-                f"{SCHEMA_VERSION}: upgrade deltamem"
-            )
+            self._apply_migrations(_MIGRATIONS, done)
 
     def _set_dim(self, dim: int) -> None:
         """Fix the embedding column's width (needed by HNSW; checks every insert)."""
@@ -356,42 +389,10 @@ class PostgresStore:
                     )
 
     # -- meta ------------------------------------------------------------------
-    def meta(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for k, v in self._exec("SELECT key, value FROM meta").fetchall():
-            if k in ("schema_version", "embedder_dim"):
-                out[k] = int(v)
-            elif k == "created_at":
-                out[k] = float(v)
-            elif k == "config":
-                out[k] = json.loads(v)
-            else:
-                out[k] = v
-        return out
-
     def init_meta(self, embedder_name: str, embedder_dim: int, config: dict[str, Any]) -> None:
-        with self.transaction():
-            if "embedder_name" in self.meta():
-                return
-            rows = [
-                ("embedder_name", embedder_name),
-                ("embedder_dim", str(int(embedder_dim))),
-                ("config", json.dumps(config, sort_keys=True)),
-                ("created_at", repr(time.time())),
-            ]
-            self._put_meta(rows)
-            self._set_dim(int(embedder_dim))
+        super().init_meta(embedder_name, embedder_dim, config)
         if self.index == "hnsw":
             self._ensure_hnsw()
-
-    def _put_meta(self, rows: Iterable[tuple[str, str]]) -> None:
-        for k, v in rows:
-            self._exec(
-                "INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = "
-                "EXCLUDED.value",
-                (k, v),
-            )
-        self._dirty = True
 
     # -- transactions ------------------------------------------------------------
     @contextmanager
@@ -427,137 +428,10 @@ class PostgresStore:
         row = self._exec("SELECT version FROM write_state").fetchone()
         return int(row[0])
 
-    # -- nodes -------------------------------------------------------------------
-    @staticmethod
-    def _row_to_node(r: Sequence[Any]) -> Node:
-        d = dict(zip(_NODE_KEYS, r, strict=True))
-        return node_from_columns(d, np.asarray(d["embedding"], dtype=np.float32))
-
-    def load_nodes(self, after_seq: int = 0) -> list[Node]:
-        """Nodes with ``seq > after_seq``, in ``seq`` order (append-only: parents first)."""
-        rows = self._exec(
-            f"SELECT {_NODE_COLS} FROM nodes WHERE seq > %s ORDER BY seq", (after_seq,)
-        ).fetchall()
-        return [self._row_to_node(r) for r in rows]
-
-    def node_states(self) -> list[tuple[str, str, int, bool]]:
-        """``(id, tree, success_hits, consolidated)`` of every node (the mutable fields)."""
-        rows = self._exec(
-            "SELECT id, tree, success_hits, consolidated FROM nodes ORDER BY seq"
-        ).fetchall()
-        return [(r[0], r[1], int(r[2]), bool(r[3])) for r in rows]
-
-    def insert_node(self, node: Node, *, keep_seq: bool = False) -> Node:
-        """Store a new node; ``keep_seq`` keeps ``node.seq`` (imports only)."""
-        emb = np.asarray(node.embedding, dtype=np.float32).reshape(-1)
-        p = node.payload
-        values = [
-            node.id, node.tree, node.kind, node.label, node.parent, node.depth,
-            node.success_hits, bool(node.consolidated), node.origin, node.source, node.trigger,
-            p.activation, p.procedure, p.termination, emb.astype(np.float64).tolist(),
-            node.episode_id, node.created_at,
-        ]  # fmt: skip
-        cols = (
-            'id, tree, kind, label, parent_id, depth, success_hits, consolidated, origin, '
-            'source_id, "trigger", activation, "procedure", termination, embedding, '
-            "episode_id, created_at"
-        )
-        marks = ["%s"] * 17
-        marks[14] = "%s::double precision[]::vector"
-        if keep_seq:
-            cols = "seq, " + cols
-            marks = ["%s", *marks]
-            values = [node.seq, *values]
-        with self.transaction():
-            row = self._exec(
-                f"INSERT INTO nodes ({cols}) VALUES ({', '.join(marks)}) RETURNING seq", values
-            ).fetchone()
-            self._dirty = True
-        return replace(node, seq=int(row[0]))
-
-    def increment_hits(self, node_id: str) -> int:
-        with self.transaction():
-            row = self._exec(
-                "UPDATE nodes SET success_hits = success_hits + 1 WHERE id = %s "
-                "RETURNING success_hits",
-                (node_id,),
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"no node {node_id!r} in bank {self.path}")
-            self._dirty = True
-        return int(row[0])
-
-    def mark_consolidated(self, node_id: str) -> bool:
-        with self.transaction():
-            cur = self._exec(
-                "UPDATE nodes SET consolidated = TRUE WHERE id = %s AND NOT consolidated",
-                (node_id,),
-            )
-            changed = cur.rowcount == 1
-            self._dirty = self._dirty or changed
-        return changed
-
-    def node_state(self, node_id: str) -> tuple[int, bool]:
-        row = self._exec(
-            "SELECT success_hits, consolidated FROM nodes WHERE id = %s", (node_id,)
-        ).fetchone()
-        if row is None:
-            raise StoreError(f"no node {node_id!r} in bank {self.path}")
-        return int(row[0]), bool(row[1])
-
-    # -- logs --------------------------------------------------------------------
-    def add_rejection(
-        self,
-        *,
-        tree: str,
-        role: str,
-        reason: str,
-        raw: str,
-        episode_id: str,
-        created_at: float | None = None,
-    ) -> None:
-        with self.transaction():
-            self._exec(
-                "INSERT INTO rejections (created_at, episode_id, tree, role, reason, raw) "
-                "VALUES (%s, %s, %s, %s, %s, %s)",
-                (created_at or time.time(), episode_id, tree, role, reason, raw[:20000]),
-            )
-            self._dirty = True
-
-    def rejections(self) -> list[dict[str, Any]]:
-        cur = self._exec(
-            "SELECT created_at, episode_id, tree, role, reason, raw FROM rejections ORDER BY id"
-        )
-        keys = ("created_at", "episode_id", "tree", "role", "reason", "raw")
-        return [dict(zip(keys, r, strict=True)) for r in cur.fetchall()]
-
-    def mark_learned(self, episode_id: str, learned_at: float | None = None) -> bool:
-        with self.transaction():
-            cur = self._exec(
-                "INSERT INTO learned (episode_id, learned_at) VALUES (%s, %s) "
-                "ON CONFLICT (episode_id) DO NOTHING",
-                (episode_id, learned_at or time.time()),
-            )
-            added = cur.rowcount == 1
-            self._dirty = self._dirty or added
-        return added
-
-    def is_learned(self, episode_id: str) -> bool:
-        row = self._exec("SELECT 1 FROM learned WHERE episode_id = %s", (episode_id,)).fetchone()
-        return row is not None
-
-    def last_learned(self) -> str | None:
-        """Id of the episode whose learn committed last (``None`` for a new bank)."""
-        row = self._exec("SELECT episode_id FROM learned ORDER BY ord DESC LIMIT 1").fetchone()
-        return None if row is None else str(row[0])
-
-    def learned_count(self) -> int:
-        return int(self._exec("SELECT COUNT(*) FROM learned").fetchone()[0])
-
     # -- search (Eq. 6 in the database) --------------------------------------------
     def match(
         self, tree: str, query: np.ndarray, tau: float, epsilon: float, *, candidates: int = 40
-    ) -> Match:
+    ) -> BestNode:
         """Eq. 6 over the nodes of ``tree``: same node and score as ``ResidualTree.match``.
 
         ``query`` must be unit-norm. Rows whose pgvector score lies within a
@@ -599,7 +473,7 @@ class PostgresStore:
                 self._exec(f"SET hnsw.ef_search = {max(40, int(candidates))}")
             rows = self._exec(sql, params).fetchall()
         if not rows:
-            return Match(None, None, tau, False)
+            return BestNode(None, None, tau, False)
         q64 = q.astype(np.float64)
         best: tuple[float, tuple[int, int, int], str] | None = None
         for seq, node_id, depth, cons, label, emb in rows:
@@ -611,50 +485,16 @@ class PostgresStore:
             if best is None or s > best[0] or (s == best[0] and rank < best[1]):
                 best = (s, rank, node_id)
         assert best is not None
-        return Match(best[2], best[0], tau, best[0] >= tau)
+        return BestNode(best[2], best[0], tau, best[0] >= tau)
 
-    # -- export / import ---------------------------------------------------------------
-    def iter_export(self) -> Iterator[dict[str, Any]]:
-        """Every record of the bank as JSON-ready dicts: meta first, then nodes, logs.
-
-        The records are those :class:`SQLiteStore` writes, field for field.
-        """
-        import base64
-
-        meta = self.meta()
-        yield {"type": "meta", **{k: meta[k] for k in sorted(meta)}}
-        for r in self._exec(f"SELECT {_NODE_COLS} FROM nodes ORDER BY seq").fetchall():
-            d = dict(zip(_NODE_KEYS, r, strict=True))
-            d["consolidated"] = bool(d["consolidated"])
-            emb = np.asarray(d["embedding"], dtype="<f4")
-            d["embedding"] = base64.b64encode(emb.tobytes()).decode("ascii")
-            yield {"type": "node", **d}
-        for rec in self.rejections():
-            yield {"type": "rejection", **rec}
-        for eid, at in self._exec(
-            "SELECT episode_id, learned_at FROM learned ORDER BY ord"
-        ).fetchall():
-            yield {"type": "learned", "episode_id": eid, "learned_at": at}
-
-    def import_records(self, records: Iterable[dict[str, Any]]) -> int:
-        """Load exported records into this (empty) bank in one transaction; returns node count."""
-        with self.transaction():
-            if self._exec("SELECT COUNT(*) FROM nodes").fetchone()[0]:
-                raise StoreError(f"import needs an empty bank; {self.path} already has nodes")
-            n = import_tree_records(self, records)
-            self._exec(
-                "SELECT setval(pg_get_serial_sequence('nodes', 'seq'), "
-                "GREATEST((SELECT max(seq) FROM nodes), 1))"
-            )
+    # -- import ----------------------------------------------------------------------------
+    def import_records(self, records: Iterable[Mapping[str, Any]]) -> int:
+        """Load exported records into this (empty) bank in one transaction; returns node count
+        (the HNSW indexes, with ``index=hnsw``, are built after the commit)."""
+        n = super().import_records(records)
         if self.index == "hnsw":
             self._ensure_hnsw()
         return n
-
-    def _import_meta(self, rec: dict[str, Any]) -> None:
-        rows = meta_rows(rec)
-        self._put_meta(rows)
-        if "embedder_dim" in rec:
-            self._set_dim(int(rec["embedder_dim"]))
 
     def integrity_ok(self) -> bool:
         """Every RESIDUAL's parent exists and sits one level up (the FK checks the rest)."""

@@ -5,7 +5,11 @@ An export is a stream of JSON objects, each with a ``type``:
 - ``meta``: ``schema_version``, ``embedder_name``, ``embedder_dim``, ``created_at``, ``config``;
 - ``node``: every column of a node, the embedding as base64 of little-endian float32;
 - ``rejection``: one rejected LLM output (tree, role, reason, raw, episode id, time);
-- ``learned``: one learned episode id and when it was learned.
+- ``learned``: one learned episode id and when it was learned;
+- ``audit``: one entry of the audit trail of forgetting and correction (schema version 2).
+
+A version-1 export (nodes without ``failure_hits`` and ``last_used``, no audit) imports
+with both fields 0.
 
 :class:`~deltamem.store.sqlite.SQLiteStore` and :class:`~deltamem.store.postgres.PostgresStore`
 write the same records field for field, so a bank moves between backends by export and import.
@@ -21,6 +25,10 @@ that is not an earlier node of the same tree, a depth that is not the parent's +
 D_max, an embedding of another dimension or with non-finite values, a ``seq`` out of range,
 a field of the wrong type ...), with :class:`~deltamem.errors.InvalidImportError` naming the
 record's 1-based position and the reason.
+
+What a bank's *configuration* may say belongs to the memory that owns the bank, not to the
+store: the caller hands the store a :data:`~deltamem.store.base.ConfigCheck` (DeltaMem gives
+its own), which validates an imported configuration and yields D_max.
 """
 
 from __future__ import annotations
@@ -36,8 +44,8 @@ import numpy as np
 
 from deltamem.core.payload import Payload
 from deltamem.core.tree import Node
-from deltamem.errors import InvalidImportError
-from deltamem.store.base import SCHEMA_VERSION
+from deltamem.errors import ConfigError, InvalidImportError
+from deltamem.store.base import SCHEMA_VERSION, ConfigCheck
 
 #: meta keys an import restores; the others (schema version) are the importing bank's own
 META_KEYS = ("embedder_name", "embedder_dim", "created_at", "config")
@@ -63,7 +71,17 @@ def node_from_columns(cols: Any, embedding: np.ndarray) -> Node:
         source=cols["source_id"],
         episode_id=cols["episode_id"],
         created_at=float(cols["created_at"]),
+        failure_hits=int(_column(cols, "failure_hits", 0)),
+        last_used=int(_column(cols, "last_used", 0)),
     )
+
+
+def _column(cols: Any, key: str, default: Any) -> Any:
+    """``cols[key]``, or ``default`` where a version-1 record has no such field."""
+    try:
+        return cols[key]
+    except (KeyError, IndexError):
+        return default
 
 
 def node_from_record(rec: Mapping[str, Any]) -> Node:
@@ -150,6 +168,8 @@ MAX_ID = 200
 NODE_FIELDS = ("id", "tree", "kind", "label", "parent_id", "depth", "success_hits",
                "consolidated", "origin", "source_id", "trigger", "activation", "procedure",
                "termination", "embedding", "episode_id", "created_at", "seq")
+"""The fields every node record has (``failure_hits`` and ``last_used`` are optional: a
+version-1 export has neither)."""
 
 
 def _show(value: Any) -> str:
@@ -162,6 +182,9 @@ class ImportChecker:
 
     Args:
         meta: the importing bank's meta (its embedder name and dimension when it has them).
+        config_check: validates the export's configuration and gives its D_max (see
+            :data:`~deltamem.store.base.ConfigCheck`); ``None``: a configuration need only
+            be an object, and depth is not bounded by a D_max.
 
     :meth:`check` raises :class:`InvalidImportError` ``"record N: <reason>"``. Node records
     must follow their parent (an earlier record of the same tree with a smaller ``seq``), have
@@ -172,10 +195,11 @@ class ImportChecker:
     record may only come first.
     """
 
-    def __init__(self, meta: Mapping[str, Any]) -> None:
+    def __init__(self, meta: Mapping[str, Any], config_check: ConfigCheck | None = None) -> None:
         self.embedder_name = meta.get("embedder_name")
         self.dim: int | None = meta.get("embedder_dim")
-        self.d_max = _d_max(meta.get("config"))
+        self.config_check = config_check
+        self.d_max = _d_max(meta.get("config"), config_check)
         self.nodes: dict[str, tuple[str, int, int]] = {}  # id -> (tree, depth, seq)
         self.seqs: set[int] = set()
 
@@ -193,6 +217,12 @@ class ImportChecker:
             elif kind == "learned":
                 _text(rec, "episode_id", empty=False)
                 _time(rec, "learned_at", optional=True)
+            elif kind == "audit":
+                for k in ("episode_id", "node_id", "tree", "action", "policy", "reason"):
+                    _text(rec, k)
+                _time(rec, "created_at", optional=True)
+                if not isinstance(rec.get("record", {}), Mapping):
+                    raise _Bad(f"record must be an object, not {_show(rec.get('record'))}")
         except _Bad as e:
             raise InvalidImportError(f"record {pos}: {e}") from None
 
@@ -221,16 +251,13 @@ class ImportChecker:
             cfg = rec["config"]
             if not isinstance(cfg, Mapping):
                 raise _Bad(f"config must be an object, not {_show(cfg)}")
-            from deltamem.errors import ConfigError
-            from deltamem.memories.deltamem import DeltaMemConfig
-
-            try:
-                DeltaMemConfig(**cfg)
-            except (ConfigError, ValueError, TypeError) as e:
-                first = str(e).strip().splitlines()
-                raise _Bad(f"config is not a valid DeltaMem configuration: "
-                           f"{' '.join(first[:3])[:200]}") from None
-            self.d_max = _d_max(cfg)
+            if self.config_check is not None:
+                try:
+                    cfg = self.config_check(cfg)
+                except (ConfigError, ValueError, TypeError) as e:
+                    first = str(e).strip().splitlines()
+                    raise _Bad(f"config: {' '.join(first[:3])[:300]}") from None
+            self.d_max = _d_max(cfg, None)
 
     def _node(self, rec: Mapping[str, Any]) -> None:
         missing = [k for k in NODE_FIELDS if k not in rec]
@@ -248,9 +275,10 @@ class ImportChecker:
         if seq in self.seqs:
             raise _Bad(f"node {node_id!r}: seq {seq} occurs twice")
         depth = rec["depth"]
-        if not _is_int(depth) or not 1 <= depth <= self.d_max:
-            raise _Bad(f"node {node_id!r}: depth must be an integer in 1..{self.d_max} "
-                       f"(D_max), not {_show(depth)}")
+        if not _is_int(depth) or not 1 <= depth <= (self.d_max or MAX_SEQ):
+            bound = f"1..{self.d_max} (D_max)" if self.d_max else "1..2^53"
+            raise _Bad(f"node {node_id!r}: depth must be an integer in {bound}, "
+                       f"not {_show(depth)}")
         parent = rec["parent_id"]
         if kind == "ROOT":
             if parent is not None:
@@ -274,10 +302,11 @@ class ImportChecker:
                            f"(seq {p_seq})")
             if depth != p_depth + 1:
                 raise _Bad(f"node {node_id!r} has depth {depth}; its parent's is {p_depth}")
-        hits = rec["success_hits"]
-        if not _is_int(hits) or not 0 <= hits <= MAX_SEQ:
-            raise _Bad(f"node {node_id!r}: success_hits must be a non-negative integer, "
-                       f"not {_show(hits)}")
+        for key in ("success_hits", "failure_hits", "last_used"):
+            hits = rec.get(key, 0)
+            if not _is_int(hits) or not 0 <= hits <= MAX_SEQ:
+                raise _Bad(f"node {node_id!r}: {key} must be a non-negative integer, "
+                           f"not {_show(hits)}")
         if not isinstance(rec["consolidated"], bool):
             raise _Bad(f"node {node_id!r}: consolidated must be true or false, "
                        f"not {_show(rec['consolidated'])}")
@@ -318,12 +347,15 @@ class _Bad(Exception):
     """Internal: the reason a record is refused."""
 
 
-def _d_max(config: Any) -> int:
+def _d_max(config: Any, check: ConfigCheck | None) -> int | None:
+    """A configuration's D_max: its own ``d_max``, else the default the check fills in, else
+    none (no check: depth is bounded by the tree's shape only)."""
     if isinstance(config, Mapping) and _is_int(config.get("d_max")):
         return int(config["d_max"])
-    from deltamem.memories.deltamem import DeltaMemConfig
-
-    return int(DeltaMemConfig.model_fields["d_max"].default)
+    if check is None:
+        return None
+    default = check({}).get("d_max")
+    return int(default) if _is_int(default) else None
 
 
 def _is_int(v: Any) -> bool:
@@ -366,20 +398,27 @@ def _time(rec: Mapping[str, Any], key: str, *, optional: bool = False) -> None:
         raise _Bad(f"{key} must be a finite number (UNIX time), not {_show(v)}")
 
 
-def import_tree_records(store: Any, records: Iterable[Any]) -> int:
+def import_tree_records(
+    store: Any, records: Iterable[Any], config_check: ConfigCheck | None = None
+) -> int:
     """Apply a node bank's export to a tree store (SQLite or PostgreSQL); returns nodes added.
 
-    ``store`` has ``_import_meta(rec)``, ``insert_node``, ``add_rejection`` and
-    ``mark_learned``, as both tree stores do.
+    ``store`` has ``import_meta(rec)``, ``insert_node``, ``add_rejection`` and
+    ``mark_learned``, as every :class:`~deltamem.store.base.Store` does.
     """
-    checker = ImportChecker(store.meta())
+    checker = ImportChecker(store.meta(), config_check)
     handlers: dict[str, Callable[[Mapping[str, Any]], object]] = {
-        "meta": store._import_meta,
+        "meta": store.import_meta,
         "node": lambda r: store.insert_node(node_from_record(r), keep_seq=True),
         "rejection": lambda r: store.add_rejection(
             tree=r["tree"], role=r["role"], reason=r["reason"], raw=r["raw"],
             episode_id=r["episode_id"], created_at=r["created_at"],
         ),
         "learned": lambda r: store.mark_learned(r["episode_id"], r["learned_at"]),
+        "audit": lambda r: store.add_audit(
+            episode_id=r["episode_id"], node_id=r["node_id"], tree=r["tree"],
+            action=r["action"], policy=r["policy"], reason=r["reason"],
+            record=r.get("record") or {}, created_at=r.get("created_at"),
+        ),
     }
     return apply_records(records, handlers, counted="node", check=checker.check)

@@ -4,7 +4,9 @@ WAL journal, a busy timeout so concurrent writers wait instead of failing,
 ``BEGIN IMMEDIATE`` transactions (the write lock is taken up front, so two
 learners never interleave a write decision) and ``synchronous=FULL`` so a
 committed ``learn()`` survives a crash. Embeddings are float32 blobs.
-Migrations are named and applied inside a transaction.
+Migrations are named and applied inside a transaction. The statements themselves are
+:mod:`deltamem.store.sql`'s, shared with PostgreSQL; this module is the connection:
+opening a file, locking, mapping SQLite's errors, and the dialect's hooks.
 
 Durability (``synchronous``). With the default ``"full"`` every commit waits
 for an fsync of the WAL file: a committed ``learn()`` survives a process
@@ -14,29 +16,25 @@ page cache when it returns: it survives the process being killed (SIGKILL,
 OOM, segfault), but a power loss or OS crash may roll back the most recent
 commits. The bank never corrupts either way and each learn stays all or
 nothing. Choose ``"normal"`` only where losing the last few learns to a power
-cut is acceptable; see :meth:`SQLiteLedger.set_synchronous`.
+cut is acceptable; see :meth:`SQLiteBackend.set_synchronous`.
 """
 
 from __future__ import annotations
 
-import base64
 import functools
+import hashlib
 import inspect
-import json
 import logging
 import os
 import sqlite3
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from deltamem.core.tree import Node
 from deltamem.errors import (
     BankDamagedError,
     BankReadOnlyError,
@@ -45,8 +43,8 @@ from deltamem.errors import (
     StorageFullError,
     StoreError,
 )
-from deltamem.store.base import SCHEMA_VERSION
-from deltamem.store.records import import_tree_records, meta_rows, node_from_columns
+from deltamem.store.base import ConfigCheck
+from deltamem.store.sql import SQLLedger, SQLTreeStore
 
 _MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -87,12 +85,29 @@ _MIGRATIONS: list[tuple[str, str]] = [
         CREATE TABLE learned (episode_id TEXT PRIMARY KEY, learned_at REAL NOT NULL);
         """,
     ),
+    # schema version 2 (issue 31): failure hits and last use per node, the audit trail;
+    # nodes already stored count as used at the upgrade
+    (
+        "0002_forgetting",
+        """
+        ALTER TABLE nodes ADD COLUMN failure_hits INTEGER NOT NULL DEFAULT 0
+            CHECK (failure_hits >= 0);
+        ALTER TABLE nodes ADD COLUMN last_used INTEGER NOT NULL DEFAULT 0;
+        UPDATE nodes SET last_used = (SELECT COUNT(*) FROM learned);
+        CREATE TABLE audit (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            created_at REAL NOT NULL,
+            episode_id TEXT NOT NULL,
+            node_id TEXT NOT NULL,
+            tree TEXT NOT NULL,
+            action TEXT NOT NULL,
+            policy TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            record TEXT NOT NULL
+        );
+        """,
+    ),
 ]
-
-_NODE_COLS = (
-    "seq, id, tree, kind, label, parent_id, depth, success_hits, consolidated, origin, "
-    "source_id, trigger, activation, procedure, termination, embedding, episode_id, created_at"
-)
 
 Synchronous = Literal["full", "normal"]
 SYNCHRONOUS_MODES: tuple[str, ...] = ("full", "normal")
@@ -163,17 +178,131 @@ def guarded(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-class SQLiteLedger:
-    """What every SQLite bank file shares: the learned-episode ledger, change detection,
-    integrity check, the re-entrant write transaction and closing. Subclasses set ``_conn``,
-    ``_lock`` (an RLock), ``_in_tx = False`` and ``path``."""
+class SQLiteBackend(SQLLedger):
+    """What every SQLite bank file shares: opening the file, the re-entrant write
+    transaction, SQLite's errors as :class:`StoreError` kinds, change detection, the
+    integrity check, closing, and the hooks :mod:`deltamem.store.sql` runs its statements
+    through. A subclass calls :meth:`_open_file` and implements ``_setup``."""
 
     _conn: sqlite3.Connection
     _lock: threading.RLock
     _in_tx: bool
     path: str
+    LEARNED_ORDER = "rowid"
 
-    # -- transactions ----------------------------------------------------------
+    # -- opening --------------------------------------------------------------------------
+    def _open_file(
+        self, path: str | Path, *, timeout: float, readonly: bool, synchronous: Synchronous
+    ) -> None:
+        """Connect to the bank file ``path`` (created with its folder unless ``readonly``)
+        and run ``_setup``. A bank in a read-only folder opens for reading (SQLite cannot
+        make its -wal and -shm files there) and is :class:`BankReadOnlyError` for writing."""
+        if synchronous not in SYNCHRONOUS_MODES:
+            raise ConfigError(
+                f"unknown synchronous mode {synchronous!r}; use one of {SYNCHRONOUS_MODES}"
+            )
+        self.path = str(path)
+        self._lock = threading.RLock()
+        self._in_tx = False
+        if self.path != ":memory:":
+            p = Path(self.path)
+            if readonly and not p.exists():
+                raise StoreError(f"no memory bank at {p}")
+            if not readonly:
+                p.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._open(timeout, readonly, synchronous, immutable=False)
+        except StoreError as e:
+            p = Path(self.path)
+            if not (_cannot_open(e) and p.is_file() and not os.access(p.parent, os.W_OK)):
+                raise
+            if not readonly:
+                raise BankReadOnlyError(
+                    f"bank {self.path} is in a read-only folder: SQLite must create its -wal "
+                    "and -shm files next to it; copy the bank to a writable folder (reading "
+                    "it, e.g. `deltamem stats`, works where it is)"
+                ) from e
+            # inspection of a bank on read-only media: nothing can change it meanwhile
+            self._open(timeout, readonly, synchronous, immutable=True)
+
+    def _open(
+        self, timeout: float, readonly: bool, synchronous: Synchronous, *, immutable: bool
+    ) -> None:
+        conn: sqlite3.Connection | None = None
+        try:
+            if readonly and self.path != ":memory:":
+                flags = "mode=ro&immutable=1" if immutable else "mode=ro"
+                uri = f"file:{Path(self.path).resolve()}?{flags}"
+                conn = sqlite3.connect(
+                    uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+                )
+            else:
+                conn = sqlite3.connect(
+                    self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+                )
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            if not readonly:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = FULL")
+        except sqlite3.Error as e:
+            if conn is not None:
+                conn.close()
+            raise storage_error(e, self.path) from e
+        self._conn = conn
+        try:
+            self._setup(readonly, synchronous)
+        except BaseException:
+            conn.close()
+            raise
+
+    def _setup(self, readonly: bool, synchronous: Synchronous) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    @guarded
+    def _has_table(self, name: str) -> bool:
+        row = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)
+        ).fetchone()
+        return row is not None
+
+    def _migrations_done(self) -> set[str]:
+        self._run("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+        return {str(r[0]) for r in self._fetch_all("SELECT name FROM migrations")}
+
+    # -- the hooks of deltamem.store.sql -----------------------------------------------------
+    def _fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Any] | None:
+        try:
+            rows = self._conn.execute(sql, params).fetchall()
+        except sqlite3.Error as e:
+            raise storage_error(e, self.path) from e
+        return rows[0] if rows else None
+
+    def _fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Sequence[Any]]:
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except sqlite3.Error as e:
+            raise storage_error(e, self.path) from e
+
+    def _fetch_iter(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Sequence[Any]]:
+        """The rows of a query streamed from the cursor: a bank of any size is read without
+        holding its rows (and their text) in memory at once."""
+        try:
+            yield from self._conn.execute(sql, params)
+        except sqlite3.Error as e:
+            raise storage_error(e, self.path) from e
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        try:
+            return self._conn.execute(sql, params).rowcount
+        except sqlite3.Error as e:
+            raise storage_error(e, self.path) from e
+
+    def _violates_constraint(self, error: StoreError) -> bool:
+        return isinstance(error.__cause__, sqlite3.IntegrityError)
+
+    # -- transactions ----------------------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One write transaction (re-entrant: nested calls join the outer one)."""
@@ -256,35 +385,6 @@ class SQLiteLedger:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
     @guarded
-    def mark_learned(self, episode_id: str, learned_at: float | None = None) -> bool:
-        """Record ``episode_id`` as learned; False if it was already."""
-        with self.transaction():
-            cur = self._conn.execute(
-                "INSERT OR IGNORE INTO learned VALUES (?, ?)",
-                (episode_id, learned_at or time.time()),
-            )
-        return cur.rowcount == 1
-
-    @guarded
-    def is_learned(self, episode_id: str) -> bool:
-        row = self._conn.execute(
-            "SELECT 1 FROM learned WHERE episode_id = ?", (episode_id,)
-        ).fetchone()
-        return row is not None
-
-    @guarded
-    def last_learned(self) -> str | None:
-        """Id of the episode whose learn committed last (``None`` for a new bank)."""
-        row = self._conn.execute(
-            "SELECT episode_id FROM learned ORDER BY rowid DESC LIMIT 1"
-        ).fetchone()
-        return None if row is None else str(row[0])
-
-    @guarded
-    def learned_count(self) -> int:
-        return int(self._conn.execute("SELECT COUNT(*) FROM learned").fetchone()[0])
-
-    @guarded
     def integrity_ok(self) -> bool:
         return self._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
@@ -292,7 +392,7 @@ class SQLiteLedger:
         self._conn.close()
 
 
-class SQLiteStore(SQLiteLedger):
+class SQLiteStore(SQLiteBackend, SQLTreeStore):
     """A bank in one SQLite file (``":memory:"`` for a throwaway bank).
 
     Args:
@@ -301,6 +401,8 @@ class SQLiteStore(SQLiteLedger):
         readonly: open without creating or migrating (for inspection).
         synchronous: commit durability, ``"full"`` (default: an fsync per commit) or
             ``"normal"`` (WAL only; survives process crashes, not power loss); module doc.
+        config_check: what imports check a bank configuration with
+            (:data:`~deltamem.store.base.ConfigCheck`; the memory owning the bank sets it).
     """
 
     def __init__(
@@ -310,67 +412,10 @@ class SQLiteStore(SQLiteLedger):
         timeout: float = 60.0,
         readonly: bool = False,
         synchronous: Synchronous = "full",
+        config_check: ConfigCheck | None = None,
     ):
-        if synchronous not in SYNCHRONOUS_MODES:
-            raise ConfigError(
-                f"unknown synchronous mode {synchronous!r}; use one of {SYNCHRONOUS_MODES}"
-            )
-        self.path = str(path)
-        self._local = threading.local()
-        if self.path != ":memory:":
-            p = Path(self.path)
-            if readonly and not p.exists():
-                raise StoreError(f"no memory bank at {p}")
-            if not readonly:
-                p.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
-        self._in_tx = False
-        try:
-            self._open(timeout, readonly, synchronous, immutable=False)
-        except StoreError as e:
-            p = Path(self.path)
-            if not (_cannot_open(e) and p.is_file() and not os.access(p.parent, os.W_OK)):
-                raise
-            if not readonly:
-                raise BankReadOnlyError(
-                    f"bank {self.path} is in a read-only folder: SQLite must create its -wal "
-                    "and -shm files next to it; copy the bank to a writable folder (reading "
-                    "it, e.g. `deltamem stats`, works where it is)"
-                ) from e
-            # inspection of a bank on read-only media: nothing can change it meanwhile
-            self._open(timeout, readonly, synchronous, immutable=True)
-
-    def _open(
-        self, timeout: float, readonly: bool, synchronous: Synchronous, *, immutable: bool
-    ) -> None:
-        conn: sqlite3.Connection | None = None
-        try:
-            if readonly and self.path != ":memory:":
-                flags = "mode=ro&immutable=1" if immutable else "mode=ro"
-                uri = f"file:{Path(self.path).resolve()}?{flags}"
-                conn = sqlite3.connect(
-                    uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
-                )
-            else:
-                conn = sqlite3.connect(
-                    self.path, timeout=timeout, isolation_level=None, check_same_thread=False
-                )
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            if not readonly:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = FULL")
-        except sqlite3.Error as e:
-            if conn is not None:
-                conn.close()
-            raise storage_error(e, self.path) from e
-        self._conn = conn
-        try:
-            self._setup(readonly, synchronous)
-        except BaseException:
-            conn.close()
-            raise
+        self.config_check = config_check
+        self._open_file(path, timeout=timeout, readonly=readonly, synchronous=synchronous)
 
     # -- setup -------------------------------------------------------------
     @guarded
@@ -403,33 +448,14 @@ class SQLiteStore(SQLiteLedger):
             )
         raise NotABankError(f"{self.path} is not a DeltaMem bank" + (f" ({why})" if why else ""))
 
-    def _has_table(self, name: str) -> bool:
-        row = self._conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)
-        ).fetchone()
-        return row is not None
-
     def _migrate(self) -> None:
         with self.transaction():
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)"
-            )
-            done = {r[0] for r in self._conn.execute("SELECT name FROM migrations")}
+            done = self._migrations_done()
             foreign = done - {name for name, _ in _MIGRATIONS}
             if foreign or (not done and (self._has_table("nodes") or self._has_table("meta"))):
                 system = self._peek_system()
                 self._not_a_bank(f"it belongs to the {system!r} memory system" if system else "")
-            for name, sql in _MIGRATIONS:
-                if name in done:
-                    continue
-                for stmt in sql.split(";"):
-                    if stmt.strip():
-                        self._conn.execute(stmt)
-                self._conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
-            if not done:
-                self._conn.execute(
-                    "INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-                )
+            self._apply_migrations(_MIGRATIONS, done)
 
     def _peek_system(self) -> str | None:
         if not self._has_table("meta"):
@@ -437,270 +463,82 @@ class SQLiteStore(SQLiteLedger):
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'system'").fetchone()
         return None if row is None else str(row[0])
 
-    def _check_schema(self) -> None:
-        v = self.meta().get("schema_version")
-        if v is not None and v > SCHEMA_VERSION:
-            raise StoreError(
-                f"bank {self.path} has schema version {v}; this deltamem reads up to "
-                f"{SCHEMA_VERSION}: upgrade deltamem"
-            )
+    # -- the embedding column: float32 blobs ---------------------------------------------------
+    def _embedding_param(self, vec: np.ndarray) -> bytes:
+        return np.asarray(vec, dtype="<f4").reshape(-1).tobytes()
 
-    # -- meta ----------------------------------------------------------------
-    @guarded
-    def meta(self) -> dict[str, Any]:
-        rows = self._conn.execute("SELECT key, value FROM meta").fetchall()
-        out: dict[str, Any] = {}
-        for r in rows:
-            k, v = r["key"], r["value"]
-            try:
-                if not isinstance(k, str):
-                    raise TypeError(f"a setting's name reads as {type(k).__name__}")
-                if k in ("schema_version", "embedder_dim"):
-                    out[k] = int(v)
-                elif k == "created_at":
-                    out[k] = float(v)
-                elif k == "config":
-                    out[k] = json.loads(v)
-                else:
-                    out[k] = v
-            except (TypeError, ValueError) as e:
-                raise BankDamagedError(
-                    f"bank {self.path} is damaged: its settings do not decode ({e}); restore it "
-                    "from an export or a backup"
-                ) from e
-        return out
+    def _embedding_array(self, value: Any) -> np.ndarray:
+        return np.frombuffer(value, dtype="<f4").astype(np.float32)
 
-    @guarded
-    def init_meta(self, embedder_name: str, embedder_dim: int, config: dict[str, Any]) -> None:
-        with self.transaction():
-            cur = self.meta()
-            if "embedder_name" in cur:
-                return
-            rows = [
-                ("embedder_name", embedder_name),
-                ("embedder_dim", str(int(embedder_dim))),
-                ("config", json.dumps(config, sort_keys=True)),
-                ("created_at", repr(time.time())),
-            ]
-            self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
-
-    # -- nodes ---------------------------------------------------------------
-    def _row_to_node(self, r: sqlite3.Row) -> Node:
-        try:
-            emb = np.frombuffer(r["embedding"], dtype="<f4").astype(np.float32)
-            return node_from_columns(r, emb)
-        except (TypeError, ValueError, KeyError, IndexError) as e:  # what SQLite did not catch
-            raise BankDamagedError(
-                f"bank {self.path} is damaged: a node row does not decode ({e}); restore it "
-                "from an export or a backup"
-            ) from e
-
-    @guarded
-    def load_nodes(self, after_seq: int = 0) -> list[Node]:
-        """Nodes with ``seq > after_seq``, in ``seq`` order (append-only: parents first)."""
-        rows = self._conn.execute(
-            f"SELECT {_NODE_COLS} FROM nodes WHERE seq > ? ORDER BY seq", (after_seq,)
-        ).fetchall()
-        return [self._row_to_node(r) for r in rows]
-
-    @guarded
-    def node_states(self) -> list[tuple[str, str, int, bool]]:
-        """``(id, tree, success_hits, consolidated)`` of every node (the mutable fields)."""
-        rows = self._conn.execute(
-            "SELECT id, tree, success_hits, consolidated FROM nodes ORDER BY seq"
-        ).fetchall()
-        return [(r[0], r[1], int(r[2]), bool(r[3])) for r in rows]
-
-    @guarded
-    def insert_node(self, node: Node, *, keep_seq: bool = False) -> Node:
-        emb = np.asarray(node.embedding, dtype="<f4").reshape(-1).tobytes()
-        p = node.payload
-        values = (
-            node.id,
-            node.tree,
-            node.kind,
-            node.label,
-            node.parent,
-            node.depth,
-            node.success_hits,
-            int(node.consolidated),
-            node.origin,
-            node.source,
-            node.trigger,
-            p.activation,
-            p.procedure,
-            p.termination,
-            emb,
-            node.episode_id,
-            node.created_at,
-        )
-        cols = _NODE_COLS.replace("seq, ", "", 1)
-        with self.transaction():
-            try:
-                if keep_seq:
-                    self._conn.execute(
-                        f"INSERT INTO nodes ({_NODE_COLS}) VALUES ({', '.join('?' * 18)})",
-                        (node.seq, *values),
-                    )
-                    seq = node.seq
-                else:
-                    cur = self._conn.execute(
-                        f"INSERT INTO nodes ({cols}) VALUES ({', '.join('?' * 17)})", values
-                    )
-                    seq = int(cur.lastrowid or 0)
-            except sqlite3.IntegrityError as e:
-                raise StoreError(f"cannot store node {node.id}: {e}") from e
-        return replace(node, seq=seq)
-
-    @guarded
-    def increment_hits(self, node_id: str) -> int:
-        with self.transaction():
-            row = self._conn.execute(
-                "UPDATE nodes SET success_hits = success_hits + 1 WHERE id = ? "
-                "RETURNING success_hits",
-                (node_id,),
-            ).fetchone()
-        if row is None:
-            raise StoreError(f"no node {node_id!r} in bank {self.path}")
-        return int(row[0])
-
-    @guarded
-    def mark_consolidated(self, node_id: str) -> bool:
-        with self.transaction():
-            cur = self._conn.execute(
-                "UPDATE nodes SET consolidated = 1 WHERE id = ? AND consolidated = 0", (node_id,)
-            )
-        return cur.rowcount == 1
-
-    @guarded
-    def node_state(self, node_id: str) -> tuple[int, bool]:
-        row = self._conn.execute(
-            "SELECT success_hits, consolidated FROM nodes WHERE id = ?", (node_id,)
-        ).fetchone()
-        if row is None:
-            raise StoreError(f"no node {node_id!r} in bank {self.path}")
-        return int(row[0]), bool(row[1])
-
-    # -- logs -----------------------------------------------------------------
-    @guarded
-    def add_rejection(
-        self,
-        *,
-        tree: str,
-        role: str,
-        reason: str,
-        raw: str,
-        episode_id: str,
-        created_at: float | None = None,
-    ) -> None:
-        with self.transaction():
-            self._conn.execute(
-                "INSERT INTO rejections (created_at, episode_id, tree, role, reason, raw) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (created_at or time.time(), episode_id, tree, role, reason, raw[:20000]),
-            )
-
-    @guarded
-    def rejections(self) -> list[dict[str, Any]]:
-        rows = self._conn.execute(
-            "SELECT created_at, episode_id, tree, role, reason, raw FROM rejections ORDER BY id"
-        ).fetchall()
-        return [dict(r) for r in rows]
-
-    # -- export / import --------------------------------------------------------
-    @guarded
-    def iter_export(self) -> Iterator[dict[str, Any]]:
-        """Every record of the bank as JSON-ready dicts: meta first, then nodes, logs."""
-        meta = self.meta()
-        yield {"type": "meta", **{k: meta[k] for k in sorted(meta)}}
-        for r in self._conn.execute(f"SELECT {_NODE_COLS} FROM nodes ORDER BY seq"):
-            d = {k: r[k] for k in r.keys()}  # noqa: SIM118 - sqlite3.Row
-            d["consolidated"] = bool(d["consolidated"])
-            d["embedding"] = base64.b64encode(d["embedding"]).decode("ascii")
-            yield {"type": "node", **d}
-        for r in self._conn.execute(
-            "SELECT created_at, episode_id, tree, role, reason, raw FROM rejections ORDER BY id"
-        ):
-            yield {"type": "rejection", **dict(r)}
-        for r in self._conn.execute("SELECT episode_id, learned_at FROM learned ORDER BY rowid"):
-            yield {"type": "learned", **dict(r)}
-
-    @guarded
-    def import_records(self, records: Iterable[dict[str, Any]]) -> int:
-        """Load exported records into this (empty) bank in one transaction; returns node count."""
-        with self.transaction():
-            if self._conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]:
-                raise StoreError(f"import needs an empty bank; {self.path} already has nodes")
-            return import_tree_records(self, records)
-
-    def _import_meta(self, rec: dict[str, Any]) -> None:
-        self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta_rows(rec))
+    def _embedding_bytes(self, value: Any) -> bytes:
+        return bytes(value)
 
 
-def export_jsonl(store: Any, path: str | Path) -> int:
-    """Write a bank (any store with ``iter_export()``) to a JSONL file atomically.
+def read_meta_value(path: str | Path, key: str) -> str | None:
+    """The ``meta`` value ``key`` of the SQLite bank file ``path`` (``None`` when it has no
+    such row), read without opening the bank as a store: no lock, no migration, and it works
+    on a bank in a read-only folder.
 
-    Returns the number of records written. The records go to ``<path>.tmp``, which replaces
-    ``path`` only when complete; on any failure it is removed and :class:`StoreError` says
-    why (missing folder, a folder at ``path``, disk full, ...).
+    Raises :class:`StoreError` when there is no file at ``path``, and the
+    :func:`storage_error` kind when it is not a bank (no ``meta`` table), not a database or
+    damaged.
     """
-    out = Path(path)
-    if out.is_dir():
-        raise StoreError(f"cannot export to {out}: it is a folder; give a file name")
-    if not out.parent.is_dir():
-        raise StoreError(f"cannot export to {out}: folder {out.parent} does not exist")
-    n = 0
-    tmp = Path(str(out) + ".tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            for rec in store.iter_export():
-                try:
-                    line = json.dumps(rec, sort_keys=True, ensure_ascii=False)
-                except (TypeError, ValueError) as e:  # only a damaged bank reads like this
-                    raise BankDamagedError(
-                        f"record {n + 1} of the bank cannot be written as JSON ({e}): the bank "
-                        "is damaged"
-                    ) from e
-                f.write(line + "\n")
-                n += 1
-        tmp.replace(out)
-    except BaseException as e:
-        tmp.unlink(missing_ok=True)
-        if isinstance(e, OSError):
-            raise StoreError(f"cannot write {out}: {e.strerror or e}") from e
-        raise
-    return n
-
-
-def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Records of an export file; an unreadable file or a malformed line is a
-    :class:`StoreError` (:class:`~deltamem.errors.InvalidImportError` for the content)
-    naming it."""
-    from deltamem.errors import InvalidImportError
-
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below; a generator owns it
-    except OSError as e:
-        raise StoreError(f"cannot read {path}: {e.strerror or e}") from e
-    with f:
-        i = 0
-        while True:
+    p = Path(path)
+    if not p.exists():
+        raise StoreError(f"no memory bank at {p}")
+    row = None
+    for flags in ("mode=ro", "mode=ro&immutable=1"):  # immutable: a read-only folder
+        try:
+            con = sqlite3.connect(f"file:{p.resolve()}?{flags}", uri=True)
             try:
-                raw = f.readline()
-            except OSError as e:
-                raise StoreError(f"cannot read {path}: {e.strerror or e}") from e
-            if not raw:
-                return
-            i += 1
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InvalidImportError(f"{path}:{i}: not UTF-8 text") from None
-            if not line.strip():
+                row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            finally:
+                con.close()
+            break
+        except sqlite3.Error as e:
+            code = getattr(e, "sqlite_errorcode", 0) or 0
+            if flags == "mode=ro" and code & 0xFF == sqlite3.SQLITE_CANTOPEN:
                 continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InvalidImportError(f"{path}:{i}: not valid JSON ({e.msg})") from e
-            except RecursionError:
-                raise InvalidImportError(f"{path}:{i}: JSON nested too deeply") from None
+            raise storage_error(e, str(p)) from e
+    return None if row is None else str(row[0])
+
+
+SQLITE_MAGIC = b"SQLite format 3\0"
+"""The first bytes of every SQLite database file."""
+
+
+def is_sqlite_file(path: str | Path) -> bool:
+    """Whether ``path`` is a file that starts like an SQLite database."""
+    p = Path(path)
+    if not p.is_file():
+        return False
+    with open(p, "rb") as fh:
+        return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+
+
+def content_digest(path: str | Path) -> str | None:
+    """A SHA-256 digest of every table's schema and rows of the SQLite file ``path``, read
+    through SQLite (so a WAL checkpoint or a rolled-back hot journal, which change the bytes
+    but not the content, do not change it); ``None`` when ``path`` is not an SQLite file.
+
+    Raises :class:`StoreError` when the file cannot be read.
+    """
+    if not is_sqlite_file(path):
+        return None
+    h = hashlib.sha256()
+    try:
+        con = sqlite3.connect(path, timeout=30)
+        try:
+            tables = con.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            ).fetchall()
+            for name, sql in tables:
+                h.update(f"{name}\0{sql}\0".encode())
+                quoted = name.replace('"', '""')
+                for row in con.execute(f'SELECT * FROM "{quoted}"'):
+                    h.update(repr(row).encode())
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        raise StoreError(f"cannot read the bank {path} to fingerprint it: {e}") from e
+    return h.hexdigest()

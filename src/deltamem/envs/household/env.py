@@ -4,8 +4,10 @@ Task ids read ``<split>/<task_type>/<seed>-<index>``; the id alone determines th
 (see :func:`~deltamem.envs.household.generator.generate_game`), so any id returned by
 :meth:`HouseholdEnv.task_ids` can be reset later, on any machine. Games are written
 under ``cache_dir`` (``<cache_dir>/v<GENERATOR_VERSION>/<task id>/game.tw-pddl``) on
-first use and reused afterwards; without ``cache_dir`` a temporary directory is used
-and removed by :meth:`close`.
+first use and reused afterwards; the first play of a game also writes its parsed grammar
+and planning translation beside it (``game.compiled.json.gz``, see
+:mod:`~deltamem.envs.household.engine`), so later processes skip that work. Without
+``cache_dir`` a temporary directory is used and removed by :meth:`close`.
 
 Example (needs ``textworld`` and ``alfworld``)::
 
@@ -46,17 +48,25 @@ class HouseholdEnv(AlfredGameEnv):
             directory owned by this environment.
         n: tasks per ``task_ids`` stream (balanced over the six task types).
         max_steps: step cap per episode.
+        drift_after: a drifting stream: the first ``drift_after`` tasks of every
+            ``task_ids`` stream are drawn under placement regime ``a``, the rest under
+            regime ``b`` (every object kind lies in one home receptacle type per regime,
+            and the homes move at the drift: :func:`~deltamem.envs.household.generator.
+            home_type`). ``None`` (default): the default world, objects anywhere they may
+            lie. Ids of a drifting stream end in ``@a`` / ``@b``.
     """
 
     name = "household"
     domain = "alfworld"
     splits: tuple[str, ...] = catalog.SPLITS
+    cache_files = True
 
     def __init__(self, cache_dir: str | Path | None = None, n: int = 60,
-                 max_steps: int = 30) -> None:
+                 max_steps: int = 30, drift_after: int | None = None) -> None:
         super().__init__(max_steps=max_steps)
         self.cache_dir = cache_dir
         self.n = n
+        self.drift_after = drift_after
         self._root: Path | None = None
         self._tmp: str | None = None
         self._checker: GameChecker | None = None
@@ -75,14 +85,20 @@ class HouseholdEnv(AlfredGameEnv):
         """``n`` ids of ``split``; task types cycle in a seed-shuffled order.
 
         Ids are ``<split>/<task_type>/<seed>-<index>``: a different seed gives other games.
+        With ``drift_after`` they end in ``@a`` (index < ``drift_after``) or ``@b``.
         """
         if split not in self.splits:
             raise ConfigError(f"unknown split {split!r}; expected one of {self.splits}")
         if self.n < 1:
             raise ConfigError(f"n must be >= 1, got {self.n}")
+        if self.drift_after is not None and self.drift_after < 0:
+            raise ConfigError(f"drift_after must be >= 0, got {self.drift_after}")
         types = list(catalog.TASK_TYPES)
         random.Random(f"household/{split}/{seed}").shuffle(types)
-        return [f"{split}/{types[i % len(types)]}/{seed}-{i}" for i in range(self.n)]
+        ids = [f"{split}/{types[i % len(types)]}/{seed}-{i}" for i in range(self.n)]
+        if self.drift_after is None:
+            return ids
+        return [f"{t}@{'a' if i < self.drift_after else 'b'}" for i, t in enumerate(ids)]
 
     def locate(self, task_id: str) -> GameRef:
         """The game file of ``task_id``, generated (and cached) on first use."""
@@ -98,7 +114,8 @@ class HouseholdEnv(AlfredGameEnv):
         """Start the task; ``task.meta`` also carries ``room``, the room kind the game was
         generated for (``kitchen``, ``bathroom``, ``bedroom``, ``living room``)."""
         task = super().reset(task_id)
-        room = _room_kind(self.locate(task_id).path.parent / "traj_data.json")
+        assert self._ref is not None
+        room = _room_kind(self._ref.path.parent / "traj_data.json")
         if room:
             task = replace(task, meta={**task.meta, "room": room})
             self._task = task

@@ -26,6 +26,7 @@ Example (needs ``textworld`` and ``alfworld``)::
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import random
@@ -40,11 +41,14 @@ from deltamem.errors import ConfigError, InvalidInputError
 
 __all__ = [
     "GENERATOR_VERSION",
+    "PLACEMENT_REGIMES",
     "GameChecker",
     "GeneratedGame",
     "Problem",
     "build_problem",
     "generate_game",
+    "home_type",
+    "placement_regime",
     "write_game",
 ]
 
@@ -114,9 +118,37 @@ def _recep_id(rtype: str, index: int) -> str:
     return f"{rtype}_bar_{index:02d}"
 
 
-def _place(rng: random.Random, recs: Sequence[tuple[str, str]], allowed: set[str]) -> str | None:
+def _place(rng: random.Random, recs: Sequence[tuple[str, str]], allowed: set[str],
+           home: tuple[str, str] | None = None) -> str | None:
+    """A receptacle of an ``allowed`` type; with ``home`` = ``(regime, object type)``, one of
+    the object type's home type in that regime (:func:`home_type`)."""
+    if home is not None:
+        best = home_type(home[0], home[1], allowed & {rtype for _, rtype in recs})
+        allowed = {best} if best else allowed
     choices = [rid for rid, rtype in recs if rtype in allowed]
     return rng.choice(choices) if choices else None
+
+
+PLACEMENT_REGIMES: tuple[str, ...] = ("a", "b")
+"""Placement regimes of a drifting stream (:func:`home_type`); a key ``<key>@a`` or
+``<key>@b`` generates its game under that regime."""
+
+
+def home_type(regime: str, otype: str, present: set[str]) -> str | None:
+    """Where objects of ``otype`` lie in placement ``regime``: its home receptacle type.
+
+    The receptacle types of ``present`` are ranked by a fixed hash of ``(otype, type)``;
+    regime ``a`` takes the first of the ranking, regime ``b`` the last, so a kind whose
+    room offers it two or more places has another home after the drift. ``None`` when
+    ``present`` is empty.
+    """
+    if regime not in PLACEMENT_REGIMES:
+        raise InvalidInputError(f"unknown placement regime {regime!r}; use a or b")
+    ranked = sorted(present, key=lambda t: hashlib.blake2b(f"{otype}/{t}".encode(),
+                                                           digest_size=8).digest())
+    if not ranked:
+        return None
+    return ranked[0] if regime == "a" else ranked[-1]
 
 
 @dataclass(frozen=True)
@@ -141,11 +173,14 @@ class Problem:
     traj: dict[str, Any]
 
 
-def build_problem(split: str, task_type: str, rng: random.Random) -> Problem:
+def build_problem(split: str, task_type: str, rng: random.Random,
+                  regime: str | None = None) -> Problem:
     """Draw one game from ``rng`` (see :class:`Problem`).
 
-    Raises :class:`LookupError` when the draw cannot host the task (the caller moves on
-    to the next sub-seed). ``split`` and ``task_type`` are assumed valid.
+    ``regime`` (``a``/``b``): every movable object lies in its kind's home receptacle type
+    of that regime (:func:`home_type`) instead of any type it may lie in; ``None``: the
+    default world. Raises :class:`LookupError` when the draw cannot host the task (the
+    caller moves on to the next sub-seed). ``split`` and ``task_type`` are assumed valid.
     """
     layouts = [lay for lay in catalog.layouts_for(split) if lay.supports(task_type)]
     layout = rng.choice(layouts)
@@ -178,7 +213,8 @@ def build_problem(split: str, task_type: str, rng: random.Random) -> Problem:
     forbidden = {goal_rtype, appliance or ""}
     n_target = 2 if task_type == "pick_two_obj_and_place" else rng.randint(1, 2)
     for i in range(1, n_target + 1):
-        rid = _place(rng, draft.receptacles, set(target.places) - forbidden)
+        rid = _place(rng, draft.receptacles, set(target.places) - forbidden,
+                     None if regime is None else (regime, target.name))
         if rid is None:
             raise LookupError(f"no place for {target.name}")
         draft.objects.append((f"{target.name}_bar_{i:02d}", target.name, rid))
@@ -202,7 +238,8 @@ def build_problem(split: str, task_type: str, rng: random.Random) -> Problem:
     rng.shuffle(others)
     for otype in others[: rng.randint(4, 8)]:
         for i in range(1, rng.randint(1, 2) + 1):
-            rid = _place(rng, draft.receptacles, set(otype.places))
+            rid = _place(rng, draft.receptacles, set(otype.places),
+                         None if regime is None else (regime, otype.name))
             if rid is not None:
                 draft.objects.append((f"{otype.name}_bar_{i:02d}", otype.name, rid))
 
@@ -238,6 +275,8 @@ def build_problem(split: str, task_type: str, rng: random.Random) -> Problem:
         "split": split,
         "generator": {"name": "deltamem.household", "version": GENERATOR_VERSION},
     }
+    if regime is not None:
+        traj["placement_regime"] = regime
     return Problem(
         text=_render_problem(draft, goal_pddl, locs[0], loc_of),
         planning_text=_render_problem(draft, goal_pddl, locs[0], loc_of, keep),
@@ -370,7 +409,8 @@ def generate_game(split: str, task_type: str, key: str, *,
 
     Deterministic: the same arguments give the same game (byte for byte once written).
     Attempt ``a`` uses ``random.Random(f"{split}/{task_type}/{key}#{a}")``; the first
-    attempt whose game the planner solves is kept.
+    attempt whose game the planner solves is kept. A key ending in ``@a`` or ``@b`` draws
+    the game under that placement regime (:func:`home_type`; a drifting stream).
 
     Raises:
         InvalidInputError: unknown split or task type.
@@ -384,10 +424,11 @@ def generate_game(split: str, task_type: str, key: str, *,
             f"unknown task type {task_type!r}; expected one of {catalog.TASK_TYPES}")
     domain, grammar, _ = _require_alfworld()
     checker = checker or GameChecker()
+    regime = placement_regime(key)
     for attempt in range(max_attempts):
         rng = random.Random(f"{split}/{task_type}/{key}#{attempt}")
         try:
-            problem = build_problem(split, task_type, rng)
+            problem = build_problem(split, task_type, rng, regime)
         except LookupError:
             continue
         plan = checker.solve(problem)
@@ -406,6 +447,17 @@ def generate_game(split: str, task_type: str, key: str, *,
         return GeneratedGame(game=game, traj=traj, attempt=attempt)
     raise RuntimeError(
         f"no solvable game for {split}/{task_type}/{key} in {max_attempts} attempts")
+
+
+def placement_regime(key: str) -> str | None:
+    """The placement regime a game key asks for (``"3-7@b"`` → ``"b"``), ``None`` for none."""
+    base, sep, regime = key.rpartition("@")
+    if not sep:
+        return None
+    if not base or regime not in PLACEMENT_REGIMES:
+        raise InvalidInputError(f"bad placement regime in game key {key!r}: use <key>@a or "
+                                "<key>@b")
+    return regime
 
 
 def write_game(game: GeneratedGame, directory: str | Path) -> Path:

@@ -5,11 +5,14 @@ Shared by :class:`~deltamem.envs.household.env.HouseholdEnv` (generated games) a
 task's game file is; this module plays it and maps the text to :class:`Task` /
 :class:`Transition`.
 
-The engine is the stack ``textworld.gym`` builds for a game (``GenericEnvironment`` ->
-``Limit`` -> ALFWorld's ``AlfredDemangler`` and ``AlfredInfos`` -> ``Filter``), kept
-for the adapter's lifetime and re-loaded per task: a fresh gym environment per reset
-would load a new copy of Fast Downward's library each time. ALFWorld's ``AlfredTWEnv``
-is not used (it needs a config file the wheel does not ship).
+The engine is the stack ``textworld.gym`` builds for a game (TextWorld's PDDL
+environment -> ``Limit`` -> ALFWorld's ``AlfredDemangler`` and ``AlfredInfos`` ->
+``Filter``), kept for the adapter's lifetime and re-loaded per task: a fresh gym
+environment per reset would load a new copy of Fast Downward's library each time. The
+PDDL environment is :class:`~deltamem.envs.household.engine.CachedPddlEnv`, TextWorld's
+``PddlEnv`` with grammars parsed and problems translated once (byte-identical
+observations; ``tests/envs/test_household_replay.py`` replays recorded episodes).
+ALFWorld's ``AlfredTWEnv`` is not used (it needs a config file the wheel does not ship).
 """
 
 from __future__ import annotations
@@ -66,18 +69,25 @@ def task_from_observation(task_id: str, observation: str, *, split: str, task_ty
                 meta={"task_type": task_type})
 
 
-def _engine(max_steps: int) -> Any:
-    """The TextWorld stack that plays ``.tw-pddl`` files with ALFWorld's wrappers."""
+def _engine(max_steps: int, *, cache_files: bool = False) -> Any:
+    """The TextWorld stack that plays ``.tw-pddl`` files with ALFWorld's wrappers.
+
+    The innermost environment is :class:`~deltamem.envs.household.engine.CachedPddlEnv`
+    (TextWorld's ``PddlEnv`` with its pure work done once; the same observations).
+    """
     try:
         import textworld
         from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
-        from textworld.envs.wrappers import Filter, GenericEnvironment, Limit
+        from textworld.envs.wrappers import Filter, Limit
+
+        from deltamem.envs.household.engine import CachedPddlEnv
     except ImportError as exc:
         raise ConfigError(
             "ALFWorld-format games need the `textworld` and `alfworld` packages "
             "(pip install 'deltamem[envs]')") from exc
     infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
-    env: Any = Limit(GenericEnvironment(infos), max_episode_steps=max_steps)
+    env: Any = Limit(CachedPddlEnv(infos, cache_files=cache_files),
+                     max_episode_steps=max_steps)
     for wrapper in (AlfredDemangler(shuffle=False), AlfredInfos, Filter):
         env = wrapper(env)
     return env
@@ -95,6 +105,10 @@ class AlfredGameEnv(Environment):
 
     domain = "alfworld"
     splits: tuple[str, ...] = ("train", "seen", "unseen")
+    #: keep each game's compiled grammar and planning translation in a file beside the
+    #: game (only where the adapter owns the directory; see
+    #: :mod:`~deltamem.envs.household.engine`)
+    cache_files = False
 
     def __init__(self, max_steps: int = 30) -> None:
         self.max_steps_per_task = max_steps
@@ -114,7 +128,8 @@ class AlfredGameEnv(Environment):
         if self.max_steps_per_task < 1:
             raise ConfigError(f"max_steps must be >= 1, got {self.max_steps_per_task}")
         if self._env is None:
-            self._env = _engine(self.max_steps_per_task)
+            self._env = _engine(self.max_steps_per_task,
+                                cache_files=self.cache_files)
         self._env.load(str(ref.path))
         self._ref = ref
         observation, infos = self._env.reset()

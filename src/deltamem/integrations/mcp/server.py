@@ -1,12 +1,14 @@
 """The Model Context Protocol server (official ``mcp`` SDK): banks as tools and resources.
 
-Tools (arguments are the HTTP service's request fields, validated by its models in
-:mod:`deltamem.server.models`; results are its response bodies):
+Tools (arguments are the HTTP service's request fields, validated by the service's models
+in :mod:`deltamem.service.models`; results are its response bodies):
 
 * ``recall`` (goal, scene, domain, bank) → the recall text for the prompt, the matched
   chain of each tree (node ids, Eq. 6 scores, τ, accepted) and a ``recall_id``;
 * ``learn`` (goal, scene, domain, steps of action/observation, success, reward,
-  recall_id, bank) → every change made or skipped, with reasons;
+  recall_id, bank) → every change made or skipped, with reasons; ``success`` may be left
+  out when the server has a judge (``deltamem mcp --judge SPEC``), which then decides it
+  and returns its verdict;
 * ``stats`` (bank) → node counts by tree, depth, kind, label;
 * ``tree`` (bank, tree) → every node of one or both trees;
 * ``banks`` → the caller's banks.
@@ -42,14 +44,14 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from deltamem.errors import ConfigError, DeltaMemError
-from deltamem.integrations.mcp.service import BankService, LearnResult, RecallResult
-from deltamem.server import models as m
-from deltamem.server.auth import KeyRing
-from deltamem.server.banks import BankNotFound
+from deltamem.integrations.mcp.tools import BankService, LearnResult, RecallResult, check_tenant
+from deltamem.service import models as m
+from deltamem.service.banks import BankNotFound
+from deltamem.service.keys import KeyRing
+from deltamem.service.tenants import LOCAL_TENANT
 
 log = logging.getLogger("deltamem.mcp")
 
-LOCAL_TENANT = "local"
 BANK_URI = "deltamem://banks/{bank}"
 TREE_URI = "deltamem://banks/{bank}/tree"
 
@@ -92,13 +94,11 @@ def build_server(
     """The MCP server over ``service``.
 
     Args:
-        service: the banks (see :class:`~deltamem.integrations.mcp.service.BankService`).
+        service: the banks (see :class:`~deltamem.integrations.mcp.tools.BankService`).
         keys: API keys → tenants; required for HTTP (each call's tenant comes from its
             request's key). ``None``: every call is ``tenant`` (stdio, one local user).
         tenant: the tenant of every call when ``keys`` is ``None``.
     """
-    from deltamem.integrations.mcp.service import check_tenant
-
     check_tenant(tenant)
     if keys is not None and service.single:
         raise ConfigError("one bank cannot be split between tenants: serve a storage (a folder "
@@ -110,7 +110,32 @@ def build_server(
         version=_version(),
         log_level="WARNING",
     )
+    calls = _Calls(service, keys, tenant)
+    _add_memory_tools(server, calls)
+    _add_bank_tools(server, calls)
+    _add_resources(server, calls)
+    server.middleware.append(calls.list_banks_as_resources)
+    return server
 
+
+class _Calls:
+    """How a call reaches the service: its tenant (from its request's API key, or the one
+    fixed tenant), strict arguments, and library errors as tool or resource errors."""
+
+    def __init__(self, service: BankService, keys: KeyRing | None, tenant: str) -> None:
+        self.service = service
+        self.keys = keys
+        self.fixed_tenant = tenant
+
+    def tenant(self, headers: Mapping[str, str] | None) -> str:
+        if self.keys is None:
+            return self.fixed_tenant
+        name = self.keys.tenant(_api_key(headers))
+        if name is None:
+            raise ToolError("missing or unknown API key")
+        return name
+
+    @staticmethod
     def strict(ctx: Context, tool: Callable[..., Any]) -> None:
         """Unknown argument names are an error (the service's bodies forbid extra fields):
         a misspelt ``recallId`` must not be dropped silently."""
@@ -122,133 +147,44 @@ def build_server(
             raise ToolError(f"unknown argument(s) {', '.join(map(repr, extra))}; expected "
                             f"some of {', '.join(sorted(allowed))}")
 
-    def who(headers: Mapping[str, str] | None) -> str:
-        if keys is None:
-            return tenant
-        name = keys.tenant(_api_key(headers))
-        if name is None:
-            raise ToolError("missing or unknown API key")
-        return name
-
-    def tool_errors(fn: Callable[[], Any]) -> Any:
+    def tool(self, ctx: Context, tool: Callable[..., Any],
+             call: Callable[[BankService, str], Any]) -> Any:
+        """``call(service, tenant)`` for a tool call: arguments checked, library errors (bad
+        input, missing bank, embedder mismatch, store, LLM) as tool errors."""
+        self.strict(ctx, tool)
+        tenant = self.tenant(ctx.headers)
         try:
-            return fn()
+            return call(self.service, tenant)
         except ToolError:
             raise
-        except DeltaMemError as e:  # bad input, missing bank, embedder mismatch, store, LLM
+        except DeltaMemError as e:
             raise ToolError(str(e)) from e
 
-    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
-
-    @server.tool(annotations=read_only)
-    def recall(
-        goal: GoalArg,
-        ctx: Context,
-        scene: SceneArg = "",
-        domain: DomainArg = None,
-        bank: BankArg = None,
-    ) -> RecallResult:
-        """Recall experience for a task before acting on it (read-only).
-
-        Returns `text` to put in your context (empty when the bank knows nothing similar),
-        the matched chain of each tree (`details`: node id, score, threshold, accepted,
-        chain of node ids; `items`: each recalled node) and `recall_id` for `learn`.
-        """
-        strict(ctx, recall)
-        t = who(ctx.headers)
-        return tool_errors(lambda: service.recall(t, goal=goal, scene=scene, domain=domain,
-                                                  bank=bank))
-
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                             idempotent_hint=False))
-    def learn(
-        goal: GoalArg,
-        steps: Annotated[list[m.StepIn], Field(min_length=1, max_length=m.MAX_STEPS,
-                                               description="The steps taken, in order: action "
-                                               "and the observation it produced.")],
-        success: Annotated[bool, Field(description="Whether the task was accomplished.")],
-        ctx: Context,
-        reward: Annotated[float | None, Field(description="Final reward; default 1 on success, "
-                                              "0 on failure.")] = None,
-        scene: SceneArg = "",
-        domain: DomainArg = None,
-        recall_id: Annotated[str | None, Field(max_length=200, description="The recall_id "
-                                               "`recall` returned for this task.")] = None,
-        bank: BankArg = None,
-        episode_id: Annotated[str | None, Field(min_length=1, max_length=200, description=
-                                                "Id of the episode; learning the same id "
-                                                "twice changes nothing.")] = None,
-    ) -> LearnResult:
-        """Learn from a finished episode (creates the bank on first use).
-
-        Pass the same goal and scene as the recall, and its recall_id. Successes become
-        skills and knowledge; failures become warnings for the next similar task.
-        """
-        strict(ctx, learn)
-        t = who(ctx.headers)
-        return tool_errors(lambda: service.learn(
-            t, goal=goal, steps=steps, success=success, reward=reward, scene=scene,
-            domain=domain, recall_id=recall_id, bank=bank, episode_id=episode_id))
-
-    @server.tool(annotations=read_only)
-    def stats(ctx: Context, bank: BankArg = None) -> m.StatsResponse:
-        """Node counts of a bank by tree, depth, kind and label; episodes learned."""
-        strict(ctx, stats)
-        t = who(ctx.headers)
-        return tool_errors(lambda: service.stats(t, bank=bank))
-
-    @server.tool(name="tree", annotations=read_only)
-    def tree_tool(
-        ctx: Context,
-        bank: BankArg = None,
-        tree: Annotated[Literal["task", "env", "both"], Field(
-            description="task (skills), env (knowledge) or both")] = "both",
-    ) -> m.TreeResponse:
-        """Every node of the bank's Task-Tree, Env-Tree or both, with payloads."""
-        strict(ctx, tree_tool)
-        t = who(ctx.headers)
-        return tool_errors(lambda: service.tree(t, bank=bank, which=tree))
-
-    @server.tool(annotations=read_only)
-    def banks(ctx: Context) -> m.BankListResponse:
-        """Your banks: names and node counts."""
-        strict(ctx, banks)
-        t = who(ctx.headers)
-        return tool_errors(lambda: service.list_banks(t))
-
-    def resource_json(make: Callable[[], Any]) -> str:
+    def resource(self, ctx: Context, make: Callable[[BankService, str], Any]) -> str:
+        """A resource's JSON: ``make(service, tenant)``'s body; a missing bank is
+        :class:`ResourceNotFoundError`, other errors :class:`ResourceError`."""
         try:
-            return json.dumps(make().model_dump(mode="json"), ensure_ascii=False)
+            tenant = self.tenant(ctx.headers)
+        except ToolError as e:
+            raise ResourceError(str(e)) from e
+        try:
+            return json.dumps(make(self.service, tenant).model_dump(mode="json"),
+                              ensure_ascii=False)
         except BankNotFound as e:
             raise ResourceNotFoundError(str(e)) from e
         except DeltaMemError as e:
             raise ResourceError(str(e)) from e
 
-    def resource_tenant(ctx: Context) -> str:
-        try:
-            return who(ctx.headers)
-        except ToolError as e:
-            raise ResourceError(str(e)) from e
-
-    @server.resource(BANK_URI, name="bank", mime_type="application/json",
-                     description="A bank's statistics (node counts by tree, depth, kind, label).")
-    def bank_resource(bank: str, ctx: Context) -> str:
-        t = resource_tenant(ctx)
-        return resource_json(lambda: service.stats(t, bank=bank))
-
-    @server.resource(TREE_URI, name="bank-tree", mime_type="application/json",
-                     description="Every node of a bank's two trees.")
-    def tree_resource(bank: str, ctx: Context) -> str:
-        t = resource_tenant(ctx)
-        return resource_json(lambda: service.tree(t, bank=bank))
-
-    async def list_banks_as_resources(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def list_banks_as_resources(
+        self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]
+    ) -> Any:
+        """Middleware: ``resources/list`` also lists the caller's banks."""
         result = await call_next(ctx)
         if ctx.method != "resources/list" or not isinstance(result, dict):
             return result
         try:
-            t = who(getattr(ctx.request, "headers", None))
-            found = await anyio.to_thread.run_sync(service.list_banks, t)
+            t = self.tenant(getattr(ctx.request, "headers", None))
+            found = await anyio.to_thread.run_sync(self.service.list_banks, t)
         except (ToolError, DeltaMemError) as e:
             log.info("resources/list: banks not listed: %s", e)
             return result
@@ -263,9 +199,100 @@ def build_server(
         ]
         return {**result, "resources": [*result.get("resources", []), *extra]}
 
-    server.middleware.append(list_banks_as_resources)
-    _ = (recall, learn, stats, tree_tool, banks, bank_resource, tree_resource)
-    return server
+
+_READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+
+
+def _add_memory_tools(server: MCPServer, calls: _Calls) -> None:
+    """``recall`` before a task, ``learn`` after it."""
+
+    @server.tool(annotations=_READ_ONLY)
+    def recall(
+        goal: GoalArg,
+        ctx: Context,
+        scene: SceneArg = "",
+        domain: DomainArg = None,
+        bank: BankArg = None,
+    ) -> RecallResult:
+        """Recall experience for a task before acting on it (read-only).
+
+        Returns `text` to put in your context (empty when the bank knows nothing similar),
+        the matched chain of each tree (`details`: node id, score, threshold, accepted,
+        chain of node ids; `items`: each recalled node) and `recall_id` for `learn`.
+        """
+        return calls.tool(ctx, recall, lambda s, t: s.recall(
+            t, goal=goal, scene=scene, domain=domain, bank=bank))
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                             idempotent_hint=False))
+    def learn(
+        goal: GoalArg,
+        steps: Annotated[list[m.StepIn], Field(min_length=1, max_length=m.MAX_STEPS,
+                                               description="The steps taken, in order: action "
+                                               "and the observation it produced.")],
+        ctx: Context,
+        success: Annotated[bool | None, Field(description="Whether the task was accomplished; "
+                                              "leave out to let the server's judge decide "
+                                              "from the steps (when it has one).")] = None,
+        reward: Annotated[float | None, Field(description="Final reward; default 1 on success, "
+                                              "0 on failure.")] = None,
+        scene: SceneArg = "",
+        domain: DomainArg = None,
+        recall_id: Annotated[str | None, Field(max_length=200, description="The recall_id "
+                                               "`recall` returned for this task.")] = None,
+        bank: BankArg = None,
+        episode_id: Annotated[str | None, Field(min_length=1, max_length=200, description=
+                                                "Id of the episode; learning the same id "
+                                                "twice changes nothing.")] = None,
+    ) -> LearnResult:
+        """Learn from a finished episode (creates the bank on first use).
+
+        Pass the same goal and scene as the recall, and its recall_id. Successes become
+        skills and knowledge; failures become warnings for the next similar task. Without
+        `success`, the server's judge decides from the steps (`verdict`); an uncertain
+        verdict learns nothing.
+        """
+        return calls.tool(ctx, learn, lambda s, t: s.learn(
+            t, goal=goal, steps=steps, success=success, reward=reward, scene=scene,
+            domain=domain, recall_id=recall_id, bank=bank, episode_id=episode_id))
+
+
+def _add_bank_tools(server: MCPServer, calls: _Calls) -> None:
+    """``stats``, ``tree`` and ``banks``: looking at the caller's banks (read-only)."""
+
+    @server.tool(annotations=_READ_ONLY)
+    def stats(ctx: Context, bank: BankArg = None) -> m.StatsResponse:
+        """Node counts of a bank by tree, depth, kind and label; episodes learned."""
+        return calls.tool(ctx, stats, lambda s, t: s.stats(t, bank=bank))
+
+    @server.tool(name="tree", annotations=_READ_ONLY)
+    def tree_tool(
+        ctx: Context,
+        bank: BankArg = None,
+        tree: Annotated[Literal["task", "env", "both"], Field(
+            description="task (skills), env (knowledge) or both")] = "both",
+    ) -> m.TreeResponse:
+        """Every node of the bank's Task-Tree, Env-Tree or both, with payloads."""
+        return calls.tool(ctx, tree_tool, lambda s, t: s.tree(t, bank=bank, which=tree))
+
+    @server.tool(annotations=_READ_ONLY)
+    def banks(ctx: Context) -> m.BankListResponse:
+        """Your banks: names and node counts."""
+        return calls.tool(ctx, banks, lambda s, t: s.list_banks(t))
+
+
+def _add_resources(server: MCPServer, calls: _Calls) -> None:
+    """A bank's statistics and its trees as JSON resources."""
+
+    @server.resource(BANK_URI, name="bank", mime_type="application/json",
+                     description="A bank's statistics (node counts by tree, depth, kind, label).")
+    def bank_resource(bank: str, ctx: Context) -> str:
+        return calls.resource(ctx, lambda s, t: s.stats(t, bank=bank))
+
+    @server.resource(TREE_URI, name="bank-tree", mime_type="application/json",
+                     description="Every node of a bank's two trees.")
+    def tree_resource(bank: str, ctx: Context) -> str:
+        return calls.resource(ctx, lambda s, t: s.tree(t, bank=bank))
 
 
 def http_app(
@@ -300,6 +327,6 @@ class KeyGate:
 
 
 def _version() -> str:
-    from deltamem import __version__
+    from deltamem.version import __version__
 
     return __version__

@@ -5,8 +5,8 @@ Modules: :mod:`.triplets` (the fact unit), :mod:`.graph` (semantic + episodic
 graph, Algorithms 1-2, Eq. 1), :mod:`.extract` (triplet extraction and
 outdated-triplet detection, LLM and rules), :mod:`.navigation` (locations,
 shortest routes, Algorithm 3), :mod:`.base` (the step-level memory protocol on
-an item bank), :mod:`.arigraph` (the memory system), :mod:`.baselines` and
-:mod:`.cli` (``deltamem graph show``). The Ariadne agent is
+an item bank), :mod:`.arigraph` (the memory system) and :mod:`.baselines`.
+``deltamem graph show`` is :mod:`deltamem.cli.graph`; the Ariadne agent is
 :mod:`deltamem.agents.ariadne`.
 """
 

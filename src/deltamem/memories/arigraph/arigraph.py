@@ -15,7 +15,8 @@ triplets just extracted, plus the agent's plan lines (else the goal);
 Algorithm 1 returns triplets (BFS with depth ``d``, width ``w``) and the ``k``
 best observations by Eq. 1. The :class:`~deltamem.types.Recall` carries the
 text block for the prompt and, in ``details``, the location, every spatial
-triplet (for ``go to`` navigation) and the unexplored exits (Algorithm 3).
+triplet and the unexplored exits (Algorithm 3); :meth:`AriGraphMemory.routes` turns the
+spatial triplets into the ``go to <place>`` moves the Ariadne agent offers.
 
 Extraction and replacement follow ``mode`` (``llm``: the paper's LLM calls;
 ``deterministic``: :class:`RuleTripletExtractor` / :class:`RuleOutdatedDetector`),
@@ -33,7 +34,7 @@ kind ``graph`` whose payload is :meth:`AriGraph.to_dict`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -53,6 +54,7 @@ from deltamem.memories.arigraph.extract import (
 from deltamem.memories.arigraph.graph import AriGraph
 from deltamem.memories.arigraph.navigation import (
     all_unexplored_exits,
+    goto_routes,
     known_locations,
     locate,
     spatial_direction,
@@ -133,6 +135,11 @@ class AriGraphMemory(StepMemory):
                 self.detector = LLMOutdatedDetector(llm)
 
     # -- graph access -------------------------------------------------------------------------
+    def routes(self, details: Mapping[str, Any]) -> dict[str, list[str]]:
+        """``"go to <place>"`` → its moves, from a recall's ``details``: the navigation the
+        Ariadne agent offers (:func:`.navigation.goto_routes`)."""
+        return goto_routes(details)
+
     def graphs(self) -> dict[str, AriGraph]:
         """Every stored graph by scope key."""
         return {it.key: AriGraph.from_dict(it.payload) for it in self.store.items(GRAPH_KIND)}

@@ -38,12 +38,12 @@ import numpy as np
 from pydantic import Field
 
 from deltamem.errors import ExtractionError
-from deltamem.extract.llm import truncate_middle
+from deltamem.llm.structured import ask_json, truncate_middle
 from deltamem.memories.arigraph.base import Session, StepConfig, StepMemory
 from deltamem.memories.arigraph.extract import RuleTripletExtractor, strip_status
 from deltamem.memories.arigraph.prompts import render
-from deltamem.memories.baseline import ask_json, cosine
 from deltamem.memories.factory import make_factory
+from deltamem.memories.flat import cosine
 from deltamem.store.items import Item
 from deltamem.types import Change, Episode, Recall, RecallItem
 

@@ -22,10 +22,10 @@ from typing import Any, Protocol
 
 from deltamem.errors import ExtractionError, InvalidInputError
 from deltamem.llm.base import LLMClient
+from deltamem.llm.structured import ask_json
 from deltamem.memories.arigraph.navigation import DIRECTIONS, locate
 from deltamem.memories.arigraph.prompts import render
 from deltamem.memories.arigraph.triplets import Triplet, normalize_entity, unique
-from deltamem.memories.baseline import ask_json
 
 __all__ = [
     "LLMOutdatedDetector",

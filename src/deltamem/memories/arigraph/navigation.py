@@ -14,7 +14,8 @@ and an exit lives here:
   TextWorld's ``-= Kitchen =-`` header, else ``You are in the X`` /
   ``You arrive at the X`` / ``You enter the X``.
 
-:func:`shortest_path` finds the move commands along known spatial triplets;
+:func:`shortest_path` finds the move commands along known spatial triplets, and
+:func:`goto_routes` offers them as ``go to <place>`` actions;
 :func:`unexplored_exits` is Algorithm 3 (exits of a location minus those
 whose neighbour is known, looking at spatial triplets in both directions).
 """
@@ -23,7 +24,8 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from deltamem.memories.arigraph.graph import networkx
 from deltamem.memories.arigraph.triplets import Triplet, normalize_entity
@@ -33,6 +35,7 @@ __all__ = [
     "OPPOSITE",
     "all_unexplored_exits",
     "exit_direction",
+    "goto_routes",
     "known_locations",
     "locate",
     "move_direction",
@@ -137,6 +140,27 @@ def shortest_path(triplets: Iterable[Triplet], start: str, goal: str) -> list[st
     routes = sorted([f"go {g.edges[a, b]['direction']}" for a, b in itertools.pairwise(p)]
                     for p in paths)
     return routes[0]
+
+
+def goto_routes(details: Mapping[str, Any]) -> dict[str, list[str]]:
+    """``"go to <place>"`` → its move commands, for every known place reachable from the
+    current location over the spatial triplets in a recall's ``details`` (``location``,
+    ``spatial``: what AriGraph's recall carries; ``{}`` without them).
+
+    >>> goto_routes({"location": "hall", "spatial": [["kitchen", "is east of", "hall"]]})
+    {'go to kitchen': ['go east']}
+    """
+    here = details.get("location")
+    spatial = [Triplet.from_obj(t) for t in details.get("spatial") or ()]
+    if not here or not spatial:
+        return {}
+    places = sorted({t.subject for t in spatial} | {t.object for t in spatial})
+    out: dict[str, list[str]] = {}
+    for place in places:
+        route = shortest_path(spatial, here, place)
+        if route:
+            out[f"go to {place}"] = route
+    return out
 
 
 def unexplored_exits(triplets: Sequence[Triplet], location: str) -> list[Triplet]:

@@ -1,5 +1,6 @@
 """Decocted experience (Shen et al., 2025): lessons, k-means consolidation, context quality,
-a concept tree with re-ranking, and an information-gain estimator.
+and a concept tree with re-ranking (the paper's information-gain estimate is
+:mod:`deltamem.analysis.infogain`).
 
 Memory systems (registered in :mod:`deltamem.memories`):
 
@@ -10,7 +11,9 @@ Memory systems (registered in :mod:`deltamem.memories`):
 ``concept-tree``    lessons under a concept tree, leaf-level recall + re-rank (§5)
 ==================  ===========================================================
 
-Every recall logs Rel, Div and Q (§4) under ``Recall.details["quality"]``.
+Every recall logs Rel, Div and Q (§4) under ``Recall.details["quality"]``;
+:func:`deltamem.analysis.context_quality.correlation_report` correlates Q with the
+improvement over no memory.
 """
 
 from deltamem.memories.decocted.concept_tree import ConceptTreeMemory, build_tree
@@ -20,7 +23,7 @@ from deltamem.memories.decocted.lessons import (
     LessonMemory,
     RawExperienceMemory,
 )
-from deltamem.memories.decocted.quality import context_quality, correlation_report
+from deltamem.memories.decocted.quality import context_quality
 
 __all__ = [
     "ConceptTreeMemory",
@@ -30,5 +33,4 @@ __all__ = [
     "build_tree",
     "consolidate",
     "context_quality",
-    "correlation_report",
 ]

@@ -42,7 +42,7 @@ from pydantic import Field
 
 from deltamem.errors import ConfigError, ExtractionError, InvalidInputError
 from deltamem.extract.structural import abstract_text
-from deltamem.memories.baseline import BaselineConfig, ask_json
+from deltamem.llm.structured import ask_json
 from deltamem.memories.decocted.lessons import (
     KIND,
     LessonConfig,
@@ -51,6 +51,7 @@ from deltamem.memories.decocted.lessons import (
     load_prompt,
 )
 from deltamem.memories.factory import make_factory
+from deltamem.memories.flat import FlatConfig
 from deltamem.store.items import Item
 from deltamem.types import Episode, Task
 
@@ -352,7 +353,7 @@ class ConceptTreeMemory(LessonMemory):
     """
 
     name = "concept-tree"
-    config_class: ClassVar[type[BaselineConfig]] = ConceptTreeConfig
+    config_class: ClassVar[type[FlatConfig]] = ConceptTreeConfig
     config: ConceptTreeConfig
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -38,18 +38,14 @@ import numpy as np
 from pydantic import Field
 
 from deltamem.errors import ExtractionError, InvalidInputError
-from deltamem.extract.llm import render_trajectory, truncate_middle
+from deltamem.extract.llm import render_trajectory
 from deltamem.extract.structural import StructuralExtractor, _is_invalid, abstract_text
-from deltamem.memories.baseline import (
-    BaselineConfig,
-    FlatMemory,
-    Plan,
-    ask_json,
-    episode_prompt_values,
-)
+from deltamem.llm.structured import ask_json, truncate_middle
 from deltamem.memories.decocted.kmeans import DEFAULT_ALPHA, consolidate, mix_embeddings
 from deltamem.memories.decocted.quality import DEFAULT_LAMBDA, context_quality
 from deltamem.memories.factory import make_factory
+from deltamem.memories.flat import FlatConfig, FlatMemory, episode_prompt_values
+from deltamem.memories.plan import Plan
 from deltamem.store.items import Item
 from deltamem.templates import read_template
 from deltamem.types import Change, Episode, Recall, RecallItem, Task
@@ -138,7 +134,7 @@ class Lesson:
                 "pitfalls": list(self.pitfalls)}
 
 
-class LessonConfig(BaselineConfig):
+class LessonConfig(FlatConfig):
     """Lesson memory settings.
 
     Attributes:
@@ -203,7 +199,7 @@ class LessonMemory(FlatMemory):
     """
 
     name = "lessons"
-    config_class: ClassVar[type[BaselineConfig]] = LessonConfig
+    config_class: ClassVar[type[FlatConfig]] = LessonConfig
     source: ClassVar[str] = "lessons"
     role: ClassVar[str] = "lesson"
     header: ClassVar[str] = (
@@ -307,7 +303,8 @@ class LessonMemory(FlatMemory):
                 payload={"task": goal, "content": content, "structured": structured,
                          "success": bool(episode.success), "reward": float(episode.reward),
                          "task_id": episode.task.id},
-                embedding=emb.embed_passages([goal])[0], episode_id=episode.id,
+                embedding=emb.embed_passages([self.goal_text(goal)])[0],
+                episode_id=episode.id,
             )
             extra = self._extra_items(item, episode)
         except ExtractionError as e:
@@ -351,7 +348,7 @@ class LessonMemory(FlatMemory):
         details: dict[str, Any] = self._base_details(entries)
         if not entries:
             return Recall(details={**details, "matches": [], "quality": None})
-        query = emb.embed_queries([task.goal.strip()])[0]
+        query = emb.embed_queries([self.goal_text(task.goal)])[0]
         sel = self._select(task, query, entries)
         details.update(sel.details)
         picked = [entries[i] for i in sel.indices]
@@ -382,7 +379,7 @@ class RawExperienceMemory(LessonMemory):
     comparison (§3.1). No LLM is involved; ``mode`` is only recorded."""
 
     name = "lessons-raw"
-    config_class: ClassVar[type[BaselineConfig]] = RawExperienceConfig
+    config_class: ClassVar[type[FlatConfig]] = RawExperienceConfig
     source: ClassVar[str] = "experiences"
     role: ClassVar[str] = "experience"
     uses_llm: ClassVar[bool] = False
@@ -407,7 +404,7 @@ class KMeansLessonMemory(LessonMemory):
     fixed seed) whenever the bank changed. Lesson embeddings are cached per entry."""
 
     name = "lessons-kmeans"
-    config_class: ClassVar[type[BaselineConfig]] = KMeansLessonConfig
+    config_class: ClassVar[type[FlatConfig]] = KMeansLessonConfig
     config: KMeansLessonConfig
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -1,4 +1,5 @@
-"""MCMA: Meta-Cognitive Memory Abstraction (Liang et al.; ``shared/papers/mcma.md``).
+"""MCMA: Meta-Cognitive Memory Abstraction (Liang et al., *Learning How to Remember: A
+Meta-Cognitive Management Method for Structured and Transferable Agent Memory*).
 
 A frozen task model acts; a *memory copilot* turns trajectories into structured,
 abstracted memories, is trained on preference pairs built from downstream utility

@@ -31,11 +31,12 @@ import numpy as np
 from pydantic import Field
 
 from deltamem.errors import ExtractionError
-from deltamem.memories.baseline import BaselineConfig, FlatMemory, Plan, cosine
 from deltamem.memories.factory import make_factory
+from deltamem.memories.flat import FlatConfig, FlatMemory, cosine
 from deltamem.memories.mcma.grammar import grammar_for
 from deltamem.memories.mcma.hierarchy import top_n
 from deltamem.memories.mcma.preprocess import preprocess
+from deltamem.memories.plan import Plan
 from deltamem.store.items import Item
 from deltamem.types import Change, Episode, Recall, RecallItem, Step, Task
 
@@ -54,7 +55,7 @@ def _steps(episode: Episode) -> list[dict[str, Any]]:
 # -- raw trajectory -------------------------------------------------------------------------
 
 
-class RawConfig(BaselineConfig):
+class RawConfig(FlatConfig):
     top_n: int = Field(default=2, ge=1, le=10)
 
 
@@ -62,7 +63,7 @@ class RawTrajectory(FlatMemory):
     """Raw successful trajectories, Top-N by character-level task similarity."""
 
     name = "raw-trajectory"
-    config_class: ClassVar[type[BaselineConfig]] = RawConfig
+    config_class: ClassVar[type[FlatConfig]] = RawConfig
     source: ClassVar[str] = "trajectories"
     uses_llm: ClassVar[bool] = False
     header: ClassVar[str] = "Trajectories of similar tasks solved before:"
@@ -100,7 +101,7 @@ class RawTrajectory(FlatMemory):
 # -- TRAD -----------------------------------------------------------------------------------
 
 
-class TRADConfig(BaselineConfig):
+class TRADConfig(FlatConfig):
     k: int = Field(default=3, ge=1, le=20)
     expand: int = Field(default=2, ge=0, le=10)
 
@@ -109,7 +110,7 @@ class TRAD(FlatMemory):
     """Thought retrieval with temporal expansion and relative order marks."""
 
     name = "trad"
-    config_class: ClassVar[type[BaselineConfig]] = TRADConfig
+    config_class: ClassVar[type[FlatConfig]] = TRADConfig
     source: ClassVar[str] = "steps"
     uses_llm: ClassVar[bool] = False
     header: ClassVar[str] = ("Expert steps retrieved for your situation, each with its "
@@ -198,7 +199,7 @@ class TRAD(FlatMemory):
 INSIGHT_MAX = 300
 
 
-class ExpeLConfig(BaselineConfig):
+class ExpeLConfig(FlatConfig):
     k: int = Field(default=2, ge=0, le=10)
     max_insights: int = Field(default=20, ge=1, le=100)
     max_tokens: int = Field(default=500, ge=32)
@@ -224,7 +225,7 @@ class ExpeL(FlatMemory):
     """Insights with votes + retrieved successful trajectories (see the module docstring)."""
 
     name = "expel"
-    config_class: ClassVar[type[BaselineConfig]] = ExpeLConfig
+    config_class: ClassVar[type[FlatConfig]] = ExpeLConfig
     source: ClassVar[str] = "insights"
     header: ClassVar[str] = "Insights learned from earlier episodes, then similar solved tasks:"
     config: ExpeLConfig
@@ -246,7 +247,7 @@ class ExpeL(FlatMemory):
             parts.append("## Insights\n" + text)
             shown.append(RecallItem(self.source, "insights", text, None, "insight"))
         if trajs and self.config.k:
-            q = self._need_embedder().embed_queries([task.goal.strip()])[0]
+            q = self._need_embedder().embed_queries([self.goal_text(task.goal)])[0]
             scores = cosine(np.stack([i.embedding for i in trajs]), q)  # type: ignore[misc]
             for j in np.argsort(-scores, kind="stable")[: self.config.k]:
                 it = trajs[int(j)]
@@ -321,7 +322,7 @@ class ExpeL(FlatMemory):
         writes: list[Item] = []
         if episode.success:
             goal = episode.task.goal.strip()
-            vec = self._need_embedder().embed_passages([goal])[0]
+            vec = self._need_embedder().embed_passages([self.goal_text(goal)])[0]
             writes.append(Item(system=self.name, kind="trajectory", text=f"Task: {goal}\n"
                                + _render_steps(_steps(episode), 200), payload={"goal": goal},
                                embedding=vec, episode_id=episode.id))

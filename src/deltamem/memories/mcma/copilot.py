@@ -246,7 +246,7 @@ class RuleCopilot:
 def episode_input(episode: Episode, tree: TaskNode | None = None, max_chars: int = 4000
                   ) -> str:
     """The ``$input_data`` of a copilot prompt: goal, outcome, the pruned task tree."""
-    from deltamem.extract.llm import truncate_middle
+    from deltamem.llm.structured import truncate_middle
     from deltamem.memories.mcma.preprocess import render_tree
 
     tree = tree or preprocess(episode)
@@ -327,7 +327,7 @@ class LLMCopilot:
             obj = ask_validated(
                 self.llm, role=f"mcma_{self.role}", purpose="abstract",
                 prompt=self.prompt(episode, tree, alpha, n), schema=answer_schema(n),
-                extra_check=check, max_tokens=self.max_tokens,
+                check=check, max_tokens=self.max_tokens,
                 shape='{"knowledge": [{"name": "...", "description": "...", "knowledge": '
                       '{"name": "...", "source": ["..."], "structured_storage": {"type": '
                       '"chain", "nodes": [{"step": "..."}]}}}]}')

@@ -24,7 +24,8 @@ repeats the same mission in different layouts), H1 (the Top-N episodic entries),
 Copilots: ``mode="deterministic"`` uses :class:`~.copilot.RuleCopilot` (the untrained
 baseline); ``mode="llm"`` uses :class:`~.copilot.LLMCopilot` on the memory's ``llm``, or
 on a trained copilot when ``copilot_model`` names a run directory of
-:mod:`deltamem.memories.mcma.train` (success and failure adapters).
+:mod:`deltamem.training.copilot` (success and failure adapters; loaded as the LLM spec
+``copilot:RUN_DIR``).
 Memory unit (Table 5): one H1 or H2 entry.
 """
 
@@ -39,8 +40,8 @@ from pydantic import Field, model_validator
 
 from deltamem.errors import ConfigError, ExtractionError
 from deltamem.llm.base import LLMClient
-from deltamem.memories.baseline import BaselineConfig, FlatMemory, Plan, cosine
 from deltamem.memories.factory import make_factory
+from deltamem.memories.flat import FlatConfig, FlatMemory, cosine
 from deltamem.memories.mcma import hierarchy as hz
 from deltamem.memories.mcma.copilot import Copilot, LLMCopilot, Role, RuleCopilot
 from deltamem.memories.mcma.grammar import grammar_for
@@ -50,6 +51,7 @@ from deltamem.memories.mcma.structures import (
     count_structures,
     render_entry,
 )
+from deltamem.memories.plan import Plan
 from deltamem.store.items import Item
 from deltamem.types import Change, Changes, Episode, Recall, RecallItem, Task
 
@@ -59,7 +61,7 @@ H0, H1, H2 = "h0", "h1", "h2set"
 SCHEMA = 1
 
 
-class MCMAConfig(BaselineConfig):
+class MCMAConfig(FlatConfig):
     """MCMA settings (see the module docstring).
 
     Attributes:
@@ -139,7 +141,7 @@ class MCMA(FlatMemory):
     """MCMA memory (see the module docstring). Use :meth:`open`."""
 
     name = "mcma"
-    config_class: ClassVar[type[BaselineConfig]] = MCMAConfig
+    config_class: ClassVar[type[FlatConfig]] = MCMAConfig
     source: ClassVar[str] = "mcma"
     header: ClassVar[str] = (
         "Knowledge from earlier episodes, abstracted by a memory copilot. Trees and chains "
@@ -160,12 +162,12 @@ class MCMA(FlatMemory):
                 self._copilots[role] = RuleCopilot(role)
             else:
                 llm: LLMClient
-                if self.config.copilot_model:
-                    from deltamem.memories.mcma.hf import load_copilot
+                if self.config.copilot_model:  # a trained copilot (deltamem.training)
+                    from deltamem.llm.factory import make_llm
 
-                    llm = load_copilot(self.config.copilot_model, role,
-                                       threads=self.config.copilot_threads,
-                                       backend=self.config.copilot_backend)
+                    llm = make_llm(f"copilot:{self.config.copilot_model}", role=role,
+                                   threads=self.config.copilot_threads,
+                                   backend=self.config.copilot_backend)
                 else:
                     llm = self._need_llm()
                 # a trained copilot gets the compact prompt it was trained on
@@ -404,7 +406,7 @@ class MCMA(FlatMemory):
 
             try:
                 obj = ask_validated(llm, role="mcma_fuse", purpose="consolidate", prompt=prompt,
-                                    schema=answer_schema(1), extra_check=check,
+                                    schema=answer_schema(1), check=check,
                                     shape='{"knowledge": [one entry]}',
                                     max_tokens=self.config.max_tokens)
                 return parse_answer(obj)[0]

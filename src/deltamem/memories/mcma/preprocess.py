@@ -317,7 +317,7 @@ class LLMSplitter:
 
         try:
             obj = ask_validated(self.llm, role="mcma_segment", purpose="preprocess",
-                                prompt=prompt, schema=split_schema(n), extra_check=extra,
+                                prompt=prompt, schema=split_schema(n), check=extra,
                                 shape='{"subtasks": [{"name": "...", "first": 1, "last": 3}, '
                                       '...]}', max_tokens=self.max_tokens)
         except ExtractionError as e:

@@ -1,0 +1,156 @@
+"""Prompt tokens the local model evaluates per step, with the history trimmed one step at a
+time (the old rule) against trimmed in blocks (``deltamem.agents.prompts.history_start``).
+
+The bundled SmolLM2-135M keeps its KV cache between calls and evaluates only the tokens
+after the longest prefix it has seen. Trimming the history by one step at every step
+moves that prefix's end to just after the task line, so once the history is full every
+step re-reads it whole; trimming in blocks keeps the prefix until the next block is
+dropped. Both rules play the same household games with the same agent (constrained
+choice, guide ``prior``, the main job's settings) and print, per rule: model calls,
+prompt tokens per call, tokens evaluated per call (prompt tokens past the prefix shared
+with the previous call), seconds per call and per step, and the games' outcomes side by
+side (the prompts differ once the history is full, so choices may differ).
+
+    python benchmarks/prompt_reuse.py --games 6 --history-chars 6000 --listed 50,0
+    python benchmarks/prompt_reuse.py --smoke          # two short games, small budget
+
+Needs the bundled model (``bash scripts/setup.sh main``). ``--bank`` plays with a
+DeltaMem bank (e.g. ``runs/demo/deltamem/bank-frozen.db``) instead of no memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from deltamem.agents import ReActAgent
+from deltamem.agents import prompts as agent_prompts
+from deltamem.envs.household import HouseholdEnv
+from deltamem.llm.local import LocalLLM
+from deltamem.types import Recall
+
+
+def front_start(steps: Any, max_chars: int) -> int:
+    """The old rule: the newest steps that fit in ``max_chars`` (at least the last one)."""
+    used, start = 0, len(steps)
+    for i in range(len(steps) - 1, -1, -1):
+        cost = len(agent_prompts.render_step(steps[i])) + 1
+        if start < len(steps) and used + cost > max_chars:
+            break
+        used += cost
+        start = i
+    return start
+
+
+class CountingLLM(LocalLLM):
+    """The bundled model, recording per choice: prompt tokens, tokens past the prefix shared
+    with the previous call, seconds."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.calls: list[tuple[int, int, float]] = []
+        self._prev: list[int] = []
+
+    def _choose(self, messages, choices, temperature, purpose):  # type: ignore[override]
+        tokens = self.chat_tokens(messages)
+        same = 0
+        for a, b in zip(self._prev, tokens, strict=False):
+            if a != b:
+                break
+            same += 1
+        t0 = time.perf_counter()
+        out = super()._choose(messages, choices, temperature, purpose)
+        self.calls.append((len(tokens), len(tokens) - same, time.perf_counter() - t0))
+        self._prev = tokens
+        return out
+
+
+def play(rule: str, listed: int, args: argparse.Namespace, cache: Path) -> dict[str, Any]:
+    agent_prompts.history_start = (  # type: ignore[assignment]
+        front_start if rule == "front" else ORIGINAL)
+    llm = CountingLLM(n_ctx=4096, n_threads=args.threads)
+    agent = ReActAgent(llm, domain="alfworld", constrained=True, guide="prior",
+                       history_chars=args.history_chars, max_steps=args.max_steps,
+                       max_listed_actions=listed)
+    memory = None
+    if args.bank:
+        from deltamem.embed import make_embedder
+        from deltamem.memories.deltamem import DeltaMem
+
+        memory = DeltaMem.open(args.bank, embedder=make_embedder("minilm"), readonly=True)
+    outcomes, steps, t0 = [], 0, time.perf_counter()
+    with HouseholdEnv(cache_dir=cache) as env:
+        for task_id in env.task_ids(args.split, seed=args.seed)[: args.games]:
+            task = env.reset(task_id)
+            recall = memory.recall(task) if memory is not None else Recall()
+            ep = agent.play(env, task, recall)
+            outcomes.append((task_id, ep.success, len(ep.steps)))
+            steps += len(ep.steps)
+    wall = time.perf_counter() - t0
+    agent_prompts.history_start = ORIGINAL  # type: ignore[assignment]
+    return {"calls": llm.calls, "outcomes": outcomes, "steps": steps, "wall": wall}
+
+
+ORIGINAL = agent_prompts.history_start
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--games", type=int, default=6)
+    ap.add_argument("--split", default="unseen")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--history-chars", type=int, default=6000)
+    ap.add_argument("--max-steps", type=int, default=30)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--bank", help="a DeltaMem bank to recall from (default: no memory)")
+    ap.add_argument("--cache-dir", help="household game cache (default: a temporary one)")
+    ap.add_argument("--listed", default="50",
+                    help="comma-separated max_listed_actions values to compare (0: the "
+                         "admissible actions are not listed in the prompt)")
+    ap.add_argument("--smoke", action="store_true", help="two 6-step games, 600 characters")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        args.games, args.max_steps, args.history_chars = 2, 6, 600
+    listed = [int(x) for x in args.listed.split(",")]
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(args.cache_dir or tmp)
+        results = {(rule, n): play(rule, n, args, cache)
+                   for n in listed for rule in ("front", "block")}
+    print(f"# Prompt reuse: {args.games} household {args.split} games (seed {args.seed}), "
+          f"history {args.history_chars} chars, {args.threads} thread(s), "
+          f"{'bank ' + args.bank if args.bank else 'no memory'}\n")
+    print("| history trimmed | actions listed (max) | model calls | prompt tokens / call | "
+          "evaluated tokens / call (median, p90) | s / call (median) | s / step | games won |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (rule, n), r in results.items():
+        calls = r["calls"]
+        if not calls:
+            print(f"| {rule} | {n} | 0 | - | - | - | - | - |")
+            continue
+        ev = sorted(c[1] for c in calls)
+        p90 = ev[min(len(ev) - 1, int(0.9 * len(ev)))]
+        won = sum(1 for _, s, _ in r["outcomes"] if s)
+        print(f"| {'one step at a time' if rule == 'front' else 'in blocks'} | {n} | "
+              f"{len(calls)} | "
+              f"{statistics.mean(c[0] for c in calls):.0f} | "
+              f"{statistics.median(ev):.0f}, {p90} | "
+              f"{statistics.median(c[2] for c in calls):.2f} | "
+              f"{r['wall'] / max(1, r['steps']):.2f} | {won}/{len(r['outcomes'])} |")
+    base = results[("front", listed[0])]["outcomes"]
+    for key, r in results.items():
+        if key == ("front", listed[0]):
+            continue
+        differ = [a[0] for a, b in zip(base, r["outcomes"], strict=True) if a[1] != b[1]]
+        print(f"\nGames whose outcome differs from one-step trimming with {listed[0]} listed, "
+              f"for {key[0]} trimming with {key[1]} listed: {len(differ)} of {len(base)}"
+              + (f" ({', '.join(differ)})" if differ else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

