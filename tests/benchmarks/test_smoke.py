@@ -179,8 +179,11 @@ def test_sweep_faults(tmp_path: Path) -> None:
     out = run("sweep_faults.py", str(spec), "--out", str(tmp_path / "out"), "--port", "6419",
               cwd=tmp_path, timeout=900)
     assert "| engine | nodes | cells | wall s |" in out
-    ray = [r for r in table_rows(out, "Ray tasks")]
-    assert len(ray) == 1 and ray[0][4] == "0" and ray[0][7] == "0" and ray[0][8] == "yes", ray
+    (ray,) = table_rows(out, "Ray tasks")
+    assert ray[7] == "0" and ray[8] == "yes", ray  # nothing recorded twice, the same table
+    # a cell started twice only if it is the one killed (its cells are short: it may finish
+    # before the kill)
+    assert ray[4] == ("0" if ray[5] == "none killed" else ray[5].split(" (")[0]), ray
 
 
 def test_recall_matrix(tmp_path: Path) -> None:
