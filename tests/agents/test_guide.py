@@ -92,6 +92,24 @@ def test_realisation_exact_loose_and_goal_words() -> None:
     assert realises("open fridge 1", "go to fridge", goal_words) is None
 
 
+def test_the_place_a_thing_is_taken_from_is_never_pinned_by_the_goal() -> None:
+    """The recalled game found its potato in the sinkbasin; this goal puts the tomato in the
+    sinkbasin: the tomato seen on the dining table must still be taken (it was walked past)."""
+    goal_words = frozenset({"heat", "tomato", "sinkbasin"})
+    assert realises("take tomato 1 from diningtable 1", "take tomato from sinkbasin",
+                    goal_words) == "loose"
+    assert realises("take apple 1 from diningtable 1", "take tomato from sinkbasin",
+                    goal_words) is None  # the thing handled still matters
+    assert realises("move tomato 1 to diningtable 1", "move tomato to sinkbasin",
+                    goal_words) is None  # and so does where it goes
+    g = Guide("1. go to sinkbasin\n2. take tomato from sinkbasin\n3. go to microwave\n"
+              "4. heat tomato with microwave\n5. go to sinkbasin\n6. move tomato to sinkbasin",
+              "heat some tomato and put it in sinkbasin")
+    here = ["go to sinkbasin 1", "go to microwave 1", "take tomato 1 from diningtable 1"]
+    advice = g.advise(here, ["go to sinkbasin 1", "go to diningtable 1"], here)
+    assert advice.actions == ("take tomato 1 from diningtable 1",)
+
+
 def test_advice_follows_progress_and_backtracks_when_the_object_is_elsewhere() -> None:
     g = Guide(DELTAMEM_RECALL, GOAL)
     everywhere = ["go to fridge 1", "go to countertop 1", "go to countertop 2",

@@ -36,8 +36,11 @@ the admissible actions and the steps taken so far.
    word that differs is not a word of the current goal ("take tomato from fridge" ~
    "take tomato 1 from countertop 2": where the recalled game's object lay is
    incidental; "put tomato in/on countertop" does not realise "put tomato in/on
-   diningtable", since diningtable is in the goal). Exact realisations win when
-   there are any.
+   diningtable", since diningtable is in the goal). The place after "from" is
+   never pinned by the goal: "take tomato from sinkbasin" is realised by "take
+   tomato 1 from diningtable 1" even when this goal puts the tomato in the
+   sinkbasin (the recalled game found its object where this one must bring it).
+   Exact realisations win when there are any.
 5. **Back-tracking**. When nothing admissible realises the pointed step (the
    object is not where it was in the recalled game), the guide first opens what
    is closed here (an admissible ``open ...`` not taken yet: the object may be
@@ -307,12 +310,18 @@ def realises(action: str, step: str, goal_words: frozenset[str]) -> str | None:
         return None
     if sw[0] not in _SEARCHING and _direct_object(sw) != _direct_object(aw):
         return None  # "pick up thermometer" is not "pick up bee": the thing handled matters
+    # where a thing is taken from ("take {A} from sinkbasin") is where the recalled game found
+    # it, never part of the goal: a goal word there (this goal's destination is that game's
+    # source) does not pin the place
+    fs = sw.index("from") if "from" in sw[1:] else len(sw)
+    fa = aw.index("from") if "from" in aw[1:] else len(aw)
     sm = SequenceMatcher(None, sw, aw, autojunk=False)
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
             continue
         changed = set(sw[i1:i2]) | set(aw[j1:j2])
-        if not changed or changed & goal_words or i2 - i1 > 3 or j2 - j1 > 3:
+        pinned = changed & goal_words if (i1 <= fs or j1 <= fa) else set()
+        if not changed or pinned or i2 - i1 > 3 or j2 - j1 > 3:
             return None
         if tag != "replace" or (i2 - i1 != j2 - j1 and sw[0] not in _MOVES):
             # a word added or dropped changes what the action does ("move X to metal pot"
