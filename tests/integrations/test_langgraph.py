@@ -191,3 +191,22 @@ def test_household_env_two_episodes(bank: DeltaMem, tmp_path: Path) -> None:
     taken = next(a for a in sessions[0].actions if a.startswith("take "))
     thing, place = re.fullmatch(r"take (\w+) \d+ from (\w+) \d+", taken).groups()  # type: ignore[union-attr]
     assert f"{thing}: found in/on {place}" in learned[1].recall.text
+
+
+def test_with_a_judge_an_episode_without_outcome_learns_the_verdict(bank: DeltaMem) -> None:
+    """No outcome from the state: the scripted judge reads the trajectory and decides."""
+    from deltamem.judge import ScriptedJudge
+
+    sessions: list[Session] = []
+    learned: list[EpisodeRecorder] = []
+    current = lambda: sessions[-1]  # noqa: E731
+    memory = GraphMemory(bank, task=lambda state: current().task, outcome=lambda state: None,
+                         on_learned=learned.append, judge=ScriptedJudge())
+    graph = build(memory, current, PolicyChatModel(policy=policy_of(current), prompts=[]))
+    sessions.append(Session.start(ToyKitchen(), "k1"))
+    memory.invoke(graph, {"messages": [("user", current().task.observation)]},
+                  {"configurable": {"thread_id": "judged"}})
+    (rec,) = learned
+    assert sessions[0].won and rec.verdict is not None and rec.verdict.judge == "scripted"
+    assert rec.episode is not None and rec.episode.success is True
+    assert rec.verdict.decided  # the toy game's last observation states the outcome

@@ -192,3 +192,18 @@ def test_household_env_two_runs(bank: DeltaMem, tmp_path: Path) -> None:
     taken = next(a for a in sessions[0].actions if a.startswith("take "))
     thing, place = re.fullmatch(r"take (\w+) \d+ from (\w+) \d+", taken).groups()  # type: ignore[union-attr]
     assert f"{thing}: found in/on {place}" in hooks[1].recall.text
+
+
+def test_with_a_judge_a_run_without_outcome_learns_the_verdict(bank: DeltaMem) -> None:
+    """No outcome given: the hooks' judge decides, on the memory's async calls."""
+    from deltamem.judge import ScriptedJudge
+
+    sessions = [Session.start(ToyKitchen(), "k1")]
+    agent = player(lambda: sessions[-1], scripted(lambda: sessions[-1]))
+    hooks = MemoryHooks(bank, sessions[0].task, judge=ScriptedJudge())
+    asyncio.run(run_with_memory(agent, "play", memory=bank, task=sessions[0].task, hooks=hooks,
+                                run_config=OFFLINE))
+    rec = hooks.recorder
+    assert sessions[0].won and rec.verdict is not None and rec.verdict.decided
+    assert rec.episode is not None and rec.episode.success is True
+    assert bank.stats()["episodes_learned"] == 1

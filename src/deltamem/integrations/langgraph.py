@@ -53,6 +53,7 @@ from langgraph.graph import END, START
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from deltamem.errors import InvalidInputError
+from deltamem.judge import Judge
 from deltamem.memory import Memory
 from deltamem.recorder import EpisodeRecorder, tool_action
 from deltamem.types import Task
@@ -114,6 +115,9 @@ class GraphMemory:
         max_steps: recorded in the episode, if the graph runs under a step cap.
         on_learned: called with each episode's recorder once it has learned (its
             ``recall``, ``episode`` and ``changes``), e.g. to log what memory changed.
+        judge: decides success from the trajectory when ``outcome`` gives none
+            (:mod:`deltamem.judge`; an uncertain or refused verdict learns nothing). Without
+            a judge such an episode is learned as a failure.
     """
 
     def __init__(
@@ -128,8 +132,10 @@ class GraphMemory:
         from_messages: bool = True,
         max_steps: int | None = None,
         on_learned: Callable[[EpisodeRecorder], None] | None = None,
+        judge: Judge | None = None,
     ) -> None:
         self.memory = memory
+        self.judge = judge
         self.on_learned = on_learned
         self.task = task
         self.outcome = outcome
@@ -175,7 +181,8 @@ class GraphMemory:
     # -- the nodes ------------------------------------------------------------------------------
     def recall(self, state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         """Node: start the episode and put what memory recalls before the first model call."""
-        rec = EpisodeRecorder(self.memory, self.task(state), max_steps=self.max_steps)
+        rec = EpisodeRecorder(self.memory, self.task(state), max_steps=self.max_steps,
+                              judge=self.judge)
         rec.start()
         messages: list[AnyMessage] = list(state.get(self.messages_key) or [])
         seen = frozenset(m.id for m in messages if m.id)

@@ -27,7 +27,6 @@ with bare hooks, call :meth:`MemoryHooks.aclose` ``(error)`` yourself.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import inspect
 import json
@@ -38,6 +37,7 @@ from typing import Any
 from agents.run_config import CallModelData, ModelInputData
 
 from agents import Agent, RunConfig, RunContextWrapper, RunHooks, Runner, RunResult, Tool
+from deltamem.judge import Judge
 from deltamem.memory import Memory
 from deltamem.recorder import EpisodeRecorder, tool_action
 from deltamem.types import Recall, Task
@@ -68,9 +68,12 @@ class MemoryHooks(RunHooks[Any]):
         task: the task the run plays.
         outcome: final output → ``(success, reward)``, or ``None`` when something else
             already called ``hooks.recorder.finish(...)`` (e.g. a tool that saw the game
-            end). Without any verdict the episode is learned as a failure.
+            end). Without any verdict the episode goes to ``judge``, or, with no judge, is
+            learned as a failure.
         format_action: tool name and arguments → action text.
         max_steps: recorded in the episode, if the run is capped.
+        judge: decides success from the trajectory when no outcome is given
+            (:mod:`deltamem.judge`; an uncertain or refused verdict learns nothing).
     """
 
     def __init__(
@@ -81,8 +84,9 @@ class MemoryHooks(RunHooks[Any]):
         outcome: Outcome | None = None,
         format_action: Callable[[str, Mapping[str, Any]], str] = tool_action,
         max_steps: int | None = None,
+        judge: Judge | None = None,
     ) -> None:
-        self.recorder = EpisodeRecorder(memory, task, max_steps=max_steps)
+        self.recorder = EpisodeRecorder(memory, task, max_steps=max_steps, judge=judge)
         self.outcome = outcome
         self.format_action = format_action
 
@@ -94,7 +98,7 @@ class MemoryHooks(RunHooks[Any]):
     # -- hooks ------------------------------------------------------------------------------
     async def on_agent_start(self, context: Any, agent: Any) -> None:
         if not self.recorder.started and not self.recorder.closed:
-            await asyncio.to_thread(self.recorder.start)
+            await self.recorder.astart()  # the memory's arecall: the loop keeps running
 
     async def on_tool_end(self, context: Any, agent: Any, tool: Tool, result: object) -> None:
         if self.recorder.closed:
@@ -121,7 +125,7 @@ class MemoryHooks(RunHooks[Any]):
         if error is not None and not isinstance(error, Exception):
             self.recorder.close(error)  # interrupted: nothing learned, nothing awaited
             return
-        await asyncio.to_thread(self.recorder.close, error)
+        await self.recorder.aclose(error)  # the judge and the memory's alearn off the loop
 
     # -- getting the recall into the prompt ---------------------------------------------------
     def _with_recall(self, instructions: str | None) -> str | None:
@@ -169,14 +173,16 @@ async def run_with_memory(
     outcome: Outcome | None = None,
     run_config: RunConfig | None = None,
     hooks: MemoryHooks | None = None,
+    judge: Judge | None = None,
     **runner_kwargs: Any,
 ) -> RunResult:
     """``Runner.run`` inside one recorded episode: recall before the first model call (in the
     instructions), each tool call a step, learn at the end; a run that raises is learned as
     a failure and the error propagates. ``hooks``: a :class:`MemoryHooks` you built (to
-    reach ``hooks.recorder`` from tools); else one is made from ``memory``/``task``/``outcome``.
+    reach ``hooks.recorder`` from tools); else one is made from ``memory``/``task``/``outcome``/
+    ``judge``.
     """
-    mh = hooks or MemoryHooks(memory, task, outcome=outcome)
+    mh = hooks or MemoryHooks(memory, task, outcome=outcome, judge=judge)
     try:
         result = await Runner.run(agent, input, hooks=mh, run_config=mh.run_config(run_config),
                                   **runner_kwargs)
