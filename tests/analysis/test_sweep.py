@@ -120,3 +120,19 @@ def test_a_sweep_writes_the_results_page_and_a_grid_page_per_group(tmp_path, cor
     again = sweep(spec, engine="local", workers=1, plots=False)
     assert all(o.skipped for o in again.outcomes)  # finished cells are not run again
     assert again.results.read_text(encoding="utf-8") == page
+
+
+def test_a_grid_of_train_to_test_cells_reads_their_learning_phase(tmp_path, corridor):
+    """Figure 4 on a learning setting: cells built then evaluated `unfrozen` (no online
+    phase) give grid pages read from the unfrozen phase."""
+    text = SPEC.replace('seed = [0, 1]', 'seed = [0]').replace(
+        "[sweep.settings.long]\nmax_steps = 6\n", "").replace(
+        'memory = ["deltamem", "none"]', 'memory = ["deltamem"]').replace(
+        "episodes = 3\n",
+        'episodes = 3\nprotocol = "train-to-test"\ntrain_episodes = 2\n'
+        'eval_modes = ["unfrozen"]\n')
+    result = sweep(_spec(tmp_path, text), engine="local", workers=1, plots=False)
+    grid = json.loads((result.grids[0].parent / "grid.json").read_text())
+    assert len(grid["cells"]) == 4
+    assert {c["phase"] for c in grid["cells"]} == {"unfrozen"}
+    assert all(c["episodes"] == 3 for c in grid["cells"])

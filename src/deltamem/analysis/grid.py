@@ -94,7 +94,8 @@ class GridCell:
 
 @dataclass(frozen=True)
 class CellResult:
-    """A finished cell: its run directory and online-phase numbers."""
+    """A finished cell: its run directory and the numbers of its learning phase
+    (:data:`GRID_PHASES`)."""
 
     cell: GridCell
     run_dir: Path
@@ -104,13 +105,15 @@ class CellResult:
     mean_reward: float
     reward_ci: tuple[float, float]
     bank_size: int | None
+    phase: str = "online"
 
     def to_dict(self) -> dict[str, Any]:
         return {"tau_task": self.cell.tau_task, "tau_env": self.cell.tau_env,
                 "k_cons": self.cell.k_cons, "run_dir": str(self.run_dir),
                 "episodes": self.episodes, "success_rate": self.success_rate,
                 "success_ci": list(self.success_ci), "mean_reward": self.mean_reward,
-                "reward_ci": list(self.reward_ci), "bank_size": self.bank_size}
+                "reward_ci": list(self.reward_ci), "bank_size": self.bank_size,
+                "phase": self.phase}
 
 
 def parse_floats(text: str) -> list[float]:
@@ -260,15 +263,22 @@ def run_grid(
     return [results[c] for c in cells]
 
 
+#: the phase a grid cell is read from, first found: the online protocol's, else a
+#: train-to-test run's learning evaluation (``unfrozen``), else its frozen one
+GRID_PHASES: tuple[str, ...] = ("online", "unfrozen", "frozen")
+
+
 def cell_result(cell: GridCell, run_dir: Path) -> CellResult:
-    """The online-phase numbers of a finished cell's run directory."""
+    """The numbers of a finished cell's learning phase (:data:`GRID_PHASES`)."""
     run = load_run(run_dir)
     phases = run.phases()
-    if "online" not in phases:
-        raise InvalidInputError(f"{run_dir} has no online phase")
-    st = phase_stats(phases["online"])
+    phase = next((p for p in GRID_PHASES if p in phases), None)
+    if phase is None:
+        raise InvalidInputError(f"{run_dir} has no online, unfrozen or frozen phase "
+                                f"(phases: {', '.join(phases) or 'none'})")
+    st = phase_stats(phases[phase])
     return CellResult(cell, run_dir, st.episodes, st.success_rate, st.success_ci,
-                      st.mean_reward, st.reward_ci, st.bank_size)
+                      st.mean_reward, st.reward_ci, st.bank_size, phase)
 
 
 def best_cell(results: Sequence[CellResult]) -> CellResult:
