@@ -58,34 +58,40 @@ def _task(n: int, words: int = 20, prefix: str = "w") -> list[ChainEntry]:
             for i in range(n)]
 
 
-def test_the_budget_cuts_from_the_root_side_of_the_longer_chain_first() -> None:
-    chains = {"task": _task(3), "env": _task(2, prefix="e")}
+def test_the_budget_cuts_env_from_its_root_then_task_from_its_deep_side() -> None:
+    chains = {"task": _task(3), "env": _task(3, prefix="e")}
     render = _render(chains)
-    full = render({"task": [0, 1, 2], "env": [0, 1]})
+    full = render({"task": [0, 1, 2], "env": [0, 1, 2]})
     text, cut = fit_budget(chains, render, count_tokens(full))
     assert text == full and not cut.cut and cut.dropped == {}
+    # the Env-Tree's older observations go first, down to its deepest entry
     text, cut = fit_budget(chains, render, count_tokens(full) - 1)
-    assert cut.dropped == {"task": (0,)} and "w0x0" not in text and "w2x0" in text
-    # a tie between the chains: the Env-Tree's root goes first
-    tie = count_tokens(render({"task": [1, 2], "env": [0, 1]}))
-    text, cut = fit_budget(chains, render, tie - 1)
-    assert cut.dropped == {"task": (0,), "env": (0,)}
-    # down to each chain's deepest entry, then the Env-Tree, then words
+    assert cut.dropped == {"env": (0,)} and "e0x0" not in text and "e2x0" in text
+    one = count_tokens(render({"task": [0, 1, 2], "env": [2]}))
+    text, cut = fit_budget(chains, render, one - 1)
+    assert cut.dropped == {"env": (0, 1, 2)} and "e2x0" not in text  # then the section
+    # then the Task-Tree from its deep side: the base skill (root) stays longest
+    two = count_tokens(render({"task": [0, 1, 2]}))
+    text, cut = fit_budget(chains, render, two - 1)
+    assert cut.dropped == {"task": (2,), "env": (0, 1, 2)}
+    assert "w0x0" in text and "w1x0" in text and "w2x0" not in text
     text, cut = fit_budget(chains, render, 25)
-    assert cut.dropped == {"task": (0, 1), "env": (0, 1)} and cut.truncated > 0
-    assert "w2x0" in text and count_tokens(text) <= 25 and "recall budget" in text
+    assert cut.dropped == {"task": (1, 2), "env": (0, 1, 2)} and cut.truncated > 0
+    assert "w0x0" in text and count_tokens(text) <= 25 and "recall budget" in text
 
 
 @given(n_task=st.integers(1, 5), n_env=st.integers(0, 5), words=st.integers(1, 40),
        budget=st.integers(20, 400))
-def test_a_budgeted_recall_never_exceeds_it_and_keeps_the_deepest_task_entry(
+def test_a_budgeted_recall_never_exceeds_it_and_keeps_the_task_root(
         n_task: int, n_env: int, words: int, budget: int) -> None:
     chains = {"task": _task(n_task, words), "env": _task(n_env, words, "e")}
     text, cut = fit_budget(chains, _render(chains), budget)
     assert count_tokens(text) <= budget and cut.tokens_after == count_tokens(text)
-    assert n_task - 1 not in cut.dropped.get("task", ())
-    if not cut.truncated:  # nothing cut from the text itself: the deepest entry is whole
-        assert f"w{n_task - 1}x{words - 1}" in text
+    assert 0 not in cut.dropped.get("task", ())
+    if cut.dropped.get("task"):  # the task chain is cut only once the env section is gone
+        assert cut.dropped.get("env", ()) == tuple(range(n_env))
+    if not cut.truncated:  # nothing cut from the text itself: the root is whole
+        assert f"w0x{words - 1}" in text
 
 
 def test_deltas_keep_their_numbers_when_the_root_is_cut() -> None:

@@ -12,13 +12,16 @@ Two rules DeltaMem applies to a recalled root → v* chain (Eq. 7) before it is 
   facts stay; lines without a ``subject:`` are never superseded (free-text knowledge,
   such as an LLM extractor's, is kept whole).
 * **The recall budget** (:func:`fit_budget`; ``DeltaMemConfig.max_recall_tokens``). A
-  recall longer than the budget loses chain entries from the *root* side, so the deepest
-  and most specific knowledge stays: repeatedly, the shallowest entry still shown of the
-  chain that shows the most entries (ties: the Env-Tree's first, since the agent follows
-  the Task-Tree's procedure) is left out, until the text fits or each chain shows one
-  entry. If it still does not fit, the Env-Tree's section goes, then the text is cut at
-  the budget (its beginning kept, a marker saying how much was cut). Tokens are counted
-  as the paper's Table 5 counts them: whitespace-separated words.
+  recall longer than the budget is cut in this order: first the Env-Tree's chain from its
+  *root* side (its deeper nodes are newer observations of the same place), down to its
+  deepest entry, then the Env-Tree's section; then the Task-Tree's chain from its *deep*
+  side, down to its ROOT; then the text is cut at the budget (its beginning kept, a marker
+  saying how much was cut). The Task-Tree keeps its root because every residual is a delta
+  on its ancestors (Eq. 7): without the base skill the deltas say "extra steps" of a
+  procedure the agent no longer sees. Measured on household (30 demonstrations, model-free
+  agent with the guide, 60 unseen games): cutting the task chain from the root side at 150
+  tokens took success from 83.3 % to 30.0 %. Tokens are counted as the paper's Table 5
+  counts them: whitespace-separated words.
 """
 
 from __future__ import annotations
@@ -156,16 +159,19 @@ def fit_budget(
     before = count_tokens(text)
     if before <= max_tokens:
         return text, BudgetCut({}, 0, before, before)
-    order = sorted(shown, key=lambda t: (t != "env", list(chains).index(t)))
     while count_tokens(text) > max_tokens:
-        longer = [t for t in order if len(shown[t]) > 1]
-        if not longer:
-            break
-        tree = max(longer, key=lambda t: (len(shown[t]), -order.index(t)))
-        shown[tree].pop(0)
-        text = render(shown)
-    if count_tokens(text) > max_tokens and "env" in shown and len(shown) > 1:
-        shown["env"] = []
+        env, task = shown.get("env", []), shown.get("task", [])
+        if len(env) > 1:
+            env.pop(0)  # the older observations of the place first
+        elif env and len(shown) > 1:
+            shown["env"] = []
+        elif len(task) > 1:
+            task.pop()  # the task chain keeps its base skill (Eq. 7) longest
+        else:
+            longer = [t for t in shown if t not in ("env", "task") and len(shown[t]) > 1]
+            if not longer:
+                break
+            shown[longer[0]].pop(0)
         text = render(shown)
     truncated = 0
     words = text.split()

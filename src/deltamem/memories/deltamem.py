@@ -130,9 +130,10 @@ class DeltaMemConfig(BaseModel):
             is left out of the recall (:func:`deltamem.core.forgetting.supersede`), and
             each contradiction a learn writes is logged in the audit trail. Default off
             (the paper keeps every observation).
-        max_recall_tokens: the recall budget in whitespace tokens (at least 20): chains are
-            cut from the root side so the deepest knowledge stays
-            (:func:`deltamem.core.forgetting.fit_budget`), the cut recorded in
+        max_recall_tokens: the recall budget in whitespace tokens (at least 20): the
+            Env-Tree's chain is cut from its root side, then the Task-Tree's from its deep
+            side, so the base skill stays (:func:`deltamem.core.forgetting.fit_budget`), the
+            cut recorded in
             ``recall.details["budget"]``. ``None`` (default): no limit. A per-open choice
             like ``synchronous``, not stored with the bank.
     """
@@ -553,7 +554,8 @@ class DeltaMem(Memory):
 
         With ``supersede``, Env-Tree knowledge lines a deeper (newer) node contradicts are
         left out (``details["env"]["superseded"]`` lists them); with
-        ``max_recall_tokens``, chains are cut from the root side to fit
+        ``max_recall_tokens``, chains are cut to fit (the Env-Tree's from its root side, the
+        Task-Tree's from its deep side: :func:`~deltamem.core.forgetting.fit_budget`)
         (``details["budget"]``: tokens before and after, the node ids left out, words
         cut). Items are the nodes shown, in prompt order.
         """
@@ -592,7 +594,10 @@ class DeltaMem(Memory):
                         "chain left out: recall budget]\n" if idx[0] else "")
                 body = render_chain(tree, [ents[i] for i in idx],  # type: ignore[arg-type]
                                     deltas_before=before)
-                sections.append(f"## {title}\n{left}{body}")
+                later = len(ents) - 1 - idx[-1]
+                right = (f"\n[{later} later {'entry' if later == 1 else 'entries'} of this "
+                         "chain left out: recall budget]" if later else "")
+                sections.append(f"## {title}\n{left}{body}{right}")
             return header + "\n\n" + "\n\n".join(sections) if sections else ""
 
         positions: dict[str, list[int]] = {t: list(range(len(e))) for t, e in entries.items()}
