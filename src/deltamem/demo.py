@@ -106,11 +106,14 @@ def demo(
     systems: tuple[str, ...] = DEFAULT_SYSTEMS,
     progress: bool | None = None,
     jobs: int | None = None,
+    max_listed_actions: int = 50,
 ) -> DemoOutcome:
     """Run the demonstration-seeded comparison (see the module doc) and return its outcome.
 
     ``jobs``: systems run at once, each in a process of its own (``None``: one per
     system, at most the number of CPU cores; 1: one after the other, in this process).
+    ``max_listed_actions``: the admissible actions are listed in the prompt when there are
+    at most this many (0: never; the constrained choice scores them either way).
     """
     out = Path(out_dir)
     t_all = time.perf_counter()
@@ -135,6 +138,7 @@ def demo(
             eval_modes=(EVAL_PHASE,),
             constrained=True,
             guide=guide,  # type: ignore[arg-type]
+            max_listed_actions=max_listed_actions,
         )
     if jobs is not None and jobs < 1:
         raise ConfigError(f"jobs must be >= 1, got {jobs}")

@@ -53,6 +53,16 @@ def test_demo_builds_from_demonstrations_and_compares_frozen_runs(tmp_path: Path
     assert goal == "leave the room" and "take key" in text
 
 
+def test_demo_passes_the_action_list_limit_to_every_run(tmp_path: Path, keyroom: str) -> None:
+    import json
+
+    demo(tmp_path / "demo", episodes=1, train_episodes=1, split="test", llm="scripted",
+         embedder="hashing", env=keyroom, progress=False, jobs=1, max_listed_actions=0)
+    for memory in ("none", "deltamem"):
+        cfg = json.loads((tmp_path / "demo" / memory / "config.json").read_text())
+        assert cfg["max_listed_actions"] == 0
+
+
 def test_gain_is_paired_by_task_and_honest_about_zero() -> None:
     g = gain([0, 0, 0, 0], [1, 1, 1, 0], ids_a=list("abcd"), ids_b=list("abcd"))
     assert g.paired and g.diff == 0.75 and g.excludes_zero

@@ -248,6 +248,11 @@ def demo(
         typer.Option(min=1, help="Systems run at once, each in its own process (default: one "
                      "per system, at most the CPU cores; 1: one after the other)."),
     ] = None,
+    max_listed_actions: Annotated[
+        int,
+        typer.Option(min=0, help="List the admissible actions in the prompt when there are at "
+                     "most this many (0: never; the constrained choice scores them anyway)."),
+    ] = 50,
 ) -> None:
     """The main job: held-out games with no memory and with a DeltaMem bank of demonstrations.
 
@@ -265,7 +270,7 @@ def demo(
         f"({', '.join(systems)}), bank frozen", markup=False, highlight=False)
     outcome = run_demo(out_dir, episodes=episodes, train_episodes=train_episodes, llm=llm,
                        env=env, split=split, seed=seed, guide=guide, systems=systems,
-                       jobs=jobs)
+                       jobs=jobs, max_listed_actions=max_listed_actions)
     t = Table("memory", "games", "success", "95% CI", "mean steps", "bank units", "wall time")
     for r in outcome.results:
         ph = r.result.phase("frozen")
