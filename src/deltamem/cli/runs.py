@@ -251,8 +251,9 @@ def demo(
     max_listed_actions: Annotated[
         int,
         typer.Option(min=0, help="List the admissible actions in the prompt when there are at "
-                     "most this many (0: never; the constrained choice scores them anyway)."),
-    ] = 50,
+                     "most this many (default 0: never; the constrained choice scores them "
+                     "anyway, and the list was most of the prompt the model read each step)."),
+    ] = 0,
 ) -> None:
     """The main job: held-out games with no memory and with a DeltaMem bank of demonstrations.
 
