@@ -13,7 +13,8 @@ from deltamem import DeltaMem
 from deltamem.embed import HashingEmbedder
 from deltamem.errors import StoreError
 from deltamem.store import SCHEMA_VERSION, SQLiteStore, export_jsonl, read_jsonl
-from deltamem.testing import make_episode
+
+from .conformance.store_cases import build, check_invariants
 
 H = HashingEmbedder(dim=32)
 GOALS = [
@@ -43,37 +44,6 @@ episodes = st.lists(
     min_size=1,
     max_size=14,
 )
-
-
-def build(seq, path=":memory:", **cfg) -> DeltaMem:
-    cfg.setdefault("tau_task", 0.6)
-    cfg.setdefault("tau_env", 0.6)
-    mem = DeltaMem.open(path, embedder=H, domain="alfworld", k_cons=2, d_max=3, **cfg)
-    for i, (goal, scene, acts, ok) in enumerate(seq):
-        mem.learn(make_episode(goal, scene=scene, actions=acts, success=ok, episode_id=f"e{i}"))
-    return mem
-
-
-def check_invariants(mem: DeltaMem) -> None:
-    for tree in ("task", "env"):
-        nodes = {n.id: n for n in mem.nodes(tree)}
-        seqs = [n.seq for n in nodes.values()]
-        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
-        for n in nodes.values():
-            if n.kind == "ROOT":
-                assert n.parent is None and n.depth == 1
-            else:
-                p = nodes[n.parent]
-                assert p.seq < n.seq and n.depth == p.depth + 1 <= mem.config.d_max
-            if n.origin == "consolidated":
-                src = nodes[n.source]
-                assert src.consolidated and src.success_hits >= mem.config.k_cons
-            assert n.success_hits >= 0
-        consolidated_roots = [n for n in nodes.values() if n.origin == "consolidated"]
-        assert len(consolidated_roots) == sum(1 for n in nodes.values() if n.consolidated)
-    st_ = mem.stats()
-    assert st_["units"] == len(mem.nodes("task")) + len(mem.nodes("env"))
-    assert sum(int(c) for c in st_["depth_histogram"]["task"].values()) == st_["nodes"]["task"]
 
 
 @given(episodes)

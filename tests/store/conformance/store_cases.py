@@ -58,7 +58,7 @@ class AlwaysWrites:
         return Payload("fused", " | ".join(e.payload.procedure for e in chain), "done")
 
 
-def build(seq, location: str, **cfg) -> DeltaMem:
+def build(seq, location: str = ":memory:", **cfg) -> DeltaMem:
     """Open ``location`` and learn ``(goal, scene, actions, success)`` tuples into it."""
     cfg.setdefault("tau_task", 0.6)
     cfg.setdefault("tau_env", 0.6)
@@ -83,7 +83,9 @@ def check_invariants(mem: DeltaMem) -> None:
             if n.origin == "consolidated":
                 src = nodes[n.source]
                 assert src.consolidated and src.success_hits >= mem.config.k_cons
+            assert n.success_hits >= 0
         cons_roots = [n for n in nodes.values() if n.origin == "consolidated"]
         assert len(cons_roots) == sum(1 for n in nodes.values() if n.consolidated)
     s = mem.stats()
     assert s["units"] == len(mem.nodes("task")) + len(mem.nodes("env"))
+    assert sum(int(c) for c in s["depth_histogram"]["task"].values()) == s["nodes"]["task"]
