@@ -95,3 +95,37 @@ def test_stats_agree_with_the_nodes(tmp_path):
     for kind in ("ROOT", "RESIDUAL"):
         sizes = [len(n.payload.text.split()) for n in every if n.kind == kind]
         assert s["avg_tokens"][kind] == (round(sum(sizes) / len(sizes), 1) if sizes else 0.0)
+
+
+def test_the_first_learn_after_an_open_copies_no_matrix(tmp_path):
+    """An open bank makes room up front (``OPEN_HEADROOM``): the learns after an open append
+    rows in place instead of copying the whole matrix to a larger one (issue 26), and what
+    they recall and write is what a bank without the headroom gives."""
+    from deltamem.memories import deltamem as dm
+
+    filled(tmp_path / "b.db").close()
+    mem = DeltaMem.open(tmp_path / "b.db", embedder=H)
+    arrays = {t: tree._emb for t, tree in mem.trees.items()}
+    assert all(tree._emb.shape[0] >= 2 * len(tree) for tree in mem.trees.values())
+    for i, goal in enumerate(GOALS):
+        ep = make_episode(goal, success=i % 2 == 0, episode_id=f"after-{i}")
+        mem.learn(ep, mem.recall(ep.task))
+    assert all(mem.trees[t]._emb is arrays[t] for t in arrays)  # appended in place
+    got = [(n.id, n.parent, n.depth, n.success_hits) for t in ("task", "env")
+           for n in mem.nodes(t)]
+    mem.close()
+    (tmp_path / "c").mkdir()
+    filled(tmp_path / "c" / "b.db").close()
+    old = dm.OPEN_HEADROOM
+    dm.OPEN_HEADROOM = 1  # the room of an open before issue 26
+    try:
+        again = DeltaMem.open(tmp_path / "c" / "b.db", embedder=H)
+        for i, goal in enumerate(GOALS):
+            ep = make_episode(goal, success=i % 2 == 0, episode_id=f"after-{i}")
+            again.learn(ep, again.recall(ep.task))
+        want = [(n.parent is None, n.depth, n.success_hits) for t in ("task", "env")
+                for n in again.nodes(t)]
+        again.close()
+    finally:
+        dm.OPEN_HEADROOM = old
+    assert [(p is None, d, h) for _, p, d, h in got] == want
