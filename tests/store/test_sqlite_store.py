@@ -149,3 +149,38 @@ def test_failed_transaction_rolls_back_everything(tmp_path):
         raise Boom
     assert mem.stats() == before and not mem.store.is_learned("zzz")
     assert mem.store.integrity_ok()
+
+
+def test_learned_count_is_the_ledger_size_through_appends_rollbacks_and_deletes(tmp_path):
+    """The count of learned episodes (what every learn's ``touch`` records, issue 26: read
+    from the largest rowid once the ledger is seen dense) is ``COUNT(*)`` whatever happens:
+    appends, repeated ids, a rolled-back append, another connection's appends, and rows
+    deleted by hand (then it is counted again)."""
+    path = tmp_path / "b.db"
+    s = SQLiteStore(path)
+    other = SQLiteStore(path)
+
+    def count() -> int:
+        return int(s._conn.execute("SELECT COUNT(*) FROM learned").fetchone()[0])
+
+    assert s.learned_count() == 0 == count()
+    for i in range(5):
+        s.mark_learned(f"e{i}")
+        assert s.learned_count() == count() == i + 1
+    assert not s.mark_learned("e2") and s.learned_count() == 5
+    with pytest.raises(RuntimeError), s.transaction():
+        s.mark_learned("gone")
+        assert s.learned_count() == 6
+        raise RuntimeError
+    assert s.learned_count() == 5 == count()
+    other.mark_learned("from-another-process")
+    s.mark_learned("e5")
+    assert s.learned_count() == 7 == count() == other.learned_count()
+    with sqlite3.connect(path) as raw:
+        raw.execute("DELETE FROM learned WHERE episode_id = 'e1'")
+    fresh = SQLiteStore(path)
+    assert fresh.learned_count() == 6 == count()
+    fresh.mark_learned("e6")
+    assert fresh.learned_count() == 7 == count()
+    for st_ in (s, other, fresh):
+        st_.close()
