@@ -323,3 +323,30 @@ def test_vectors_of_any_length_score_as_their_cosine():
         q = vec(*rng.normal(size=16))
         a = unit_tree.match(q, 0.3, 0.05)
         assert scaled_tree.match(q * np.float32(4.0), 0.3, 0.05) == a
+
+
+def test_nodes_made_without_init_are_the_nodes_init_makes():
+    """``Node._of`` (what a tree's reads and a bank's open use, issue 26) gives the object
+    ``Node(...)`` gives: every field set, equal, the same hash and repr, still frozen."""
+    from dataclasses import FrozenInstanceError, fields
+
+    from deltamem.store.records import node_from_columns
+
+    nodes = _random_tree_nodes()
+    names = {f.name for f in fields(Node)}
+    for t in (ResidualTree("task", 16, nodes),
+              ResidualTree("task", 16, nodes, details=Source(nodes))):
+        for got in [*t, t.get("n5"), *t.chain("n38")]:
+            want = nodes[int(got.id[1:])]
+            assert set(vars(got)) == names
+            same = Node(**{k: getattr(got, k) for k in names})
+            assert got == same and hash(got) == hash(same) and repr(got) == repr(same)
+            assert _same(got, want)
+            with pytest.raises(FrozenInstanceError):
+                got.depth = 9  # type: ignore[misc]
+    n = nodes[7]
+    cols = {**{k: getattr(n, k) for k in names}, "parent_id": n.parent, "source_id": n.source,
+            "activation": n.payload.activation, "procedure": n.payload.procedure,
+            "termination": n.payload.termination}
+    got = node_from_columns(cols, n.embedding)
+    assert set(vars(got)) == names and got == n

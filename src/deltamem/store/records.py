@@ -53,8 +53,9 @@ META_KEYS = ("embedder_name", "embedder_dim", "created_at", "config")
 
 def node_from_columns(cols: Any, embedding: np.ndarray) -> Node:
     """The :class:`Node` of a row of the ``nodes`` columns (any object indexable by column
-    name: an export record, a ``sqlite3.Row``, a dict) and its decoded embedding."""
-    return Node(
+    name: an export record, a ``sqlite3.Row``, a dict) and its decoded embedding. Made
+    with :meth:`Node._of` (every field is given), as a bank is opened row by row."""
+    return Node._of(
         id=cols["id"],
         tree=cols["tree"],
         kind=cols["kind"],
