@@ -40,7 +40,9 @@ def normalize_rows(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
     if x.ndim != 2:
         raise EmbedderError(f"expected a 2-D array of embeddings, got shape {x.shape}")
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    # what np.linalg.norm(x, axis=1, keepdims=True) computes, the same float32 sums,
+    # without its ~4 µs of argument handling (one call per recall)
+    norms = np.sqrt(np.add.reduce(x * x, axis=1, keepdims=True))
     norms[norms == 0] = 1.0
     return (x / norms).astype(np.float32, copy=False)
 
