@@ -454,3 +454,90 @@ def test_instance_letters_and_unequal_places_in_realisation() -> None:
     assert realises("move ice cream to bathroom", "move ice cream to metal pot",
                     frozenset()) is None
     assert realises("teleport to living room", "teleport to kitchen", frozenset()) == "loose"
+
+
+def test_a_place_that_only_tells_two_things_apart_does_not_block_a_step() -> None:
+    # ScienceWorld names where a thing is when two things share its name
+    assert realises("focus on soap in kitchen", "focus on soap", frozenset({"soap"})) == "exact"
+    assert realises("move soap in table to metal pot", "move soap to metal pot",
+                    frozenset({"soap"})) == "exact"
+    # only an "in <place>" span is a qualifier, and only where the step goes on or ends
+    assert realises("move soap to bathroom", "move soap", frozenset()) is None
+    assert realises("focus on soap in kitchen", "focus on water", frozenset()) is None
+
+
+def test_another_thing_of_the_kind_stands_in_for_an_absent_recalled_thing() -> None:
+    from deltamem.agents.guide import substitutes
+
+    goal = ("Your task is to find a(n) living thing. First, focus on the thing. Then, move it "
+            "to the green box in the bedroom.")
+    recall = ("Tasks of the form: Your task is to find a(n) living thing. First, focus on the "
+              "thing. Then, move it to the {A} {B} in the {C}.\n1. teleport to outside\n"
+              "2. focus on egg parrot\n3. pick up egg parrot\n4. teleport to {C}\n"
+              "5. move egg parrot egg in inventory to {A} {B}")
+    g = Guide(recall, goal)
+    outside = ["teleport to bedroom", "focus on egg turtle", "focus on baby beaver",
+               "pick up egg turtle", "look around"]
+    advice = g.advise(outside, ["teleport to outside"], outside)
+    assert advice.actions == ("focus on egg turtle",)  # shares "egg"; the beaver shares nothing
+    taken = ["teleport to outside", "focus on egg turtle"]
+    assert g.advise(outside, taken, outside).actions == ("pick up egg turtle",)
+    bedroom = ["move egg turtle to green box", "move egg turtle to bed", "teleport to outside"]
+    taken += ["pick up egg turtle", "teleport to bedroom"]
+    assert g.advise(bedroom, taken, [*outside, *bedroom]).actions == (
+        "move egg turtle to green box",)
+    # never while the recalled thing itself is here, and never a thing the goal names
+    here = ["focus on egg parrot", "focus on egg turtle"]
+    assert g.advise(here, ["teleport to outside"], here).actions == ("focus on egg parrot",)
+    assert not substitutes("focus on red box", "focus on green box", frozenset({"green"}))
+
+
+def test_a_step_advised_by_looking_ahead_moves_the_pointer() -> None:
+    # the look-ahead may skip a step that names a goal word other than the goal's object
+    # (a box the recalled game chose); the pointer must then count the advised step, or
+    # the guide advises it again at every step to the cap
+    recall = ("Tasks of the form: measure the temperature of {A} for the green box\n"
+              "1. pick up {A}\n2. move {A} to green box\n3. focus on {A}\n"
+              "4. use thermometer on {A}")
+    g = Guide(recall, "measure the temperature of water for the blue box")
+    assert g.goal_object != "water"
+    here = ["focus on water", "use thermometer on water", "look around"]
+    taken = ["pick up water"]
+    first = g.advise(here, taken, here)
+    assert first.actions == ("focus on water",)
+    assert g.advise(here, [*taken, "focus on water"], here).actions == (
+        "use thermometer on water",)
+
+
+def test_an_action_the_environment_refused_is_not_advised_again() -> None:
+    recall = "Tasks of the form: boil {A}\n1. teleport to kitchen\n2. pick up {A}"
+    g = Guide(recall, "boil water")
+    here = ["open drawer in cupboard", "open fridge", "teleport to kitchen", "look around"]
+    taken = ["teleport to kitchen"]
+    first = g.advise(here, taken, here)
+    assert first.backtrack and first.actions[0] == "open drawer in cupboard"
+    # listed, but the engine could not parse it: advising it again repeats the refusal
+    again = g.advise(here, taken, here, refused=["open drawer in cupboard"])
+    assert again.actions == ("open fridge",)
+    # when every advised action was refused, the advice stays (nothing better to say)
+    only = g.advise(["open drawer in cupboard", "look around"], taken, here,
+                    refused=["open drawer in cupboard"])
+    assert only.actions == ("open drawer in cupboard",)
+
+
+def test_the_search_goes_first_to_a_known_place_of_several_words() -> None:
+    recall = ("Tasks of the form: create {A} paint\n1. teleport to workshop\n"
+              "2. pour cup containing red paint in jug\nWhere the items were:\n"
+              "- cup containing red paint: found in/on art studio")
+    g = Guide(recall, "create orange paint")
+    here = ["teleport to kitchen", "teleport to art studio", "teleport to workshop",
+            "look around"]
+    advice = g.advise(here, ["teleport to workshop"], here)
+    assert advice.backtrack and advice.actions == ("teleport to art studio",)
+
+
+def test_a_run_of_three_placeholders_takes_three_words() -> None:
+    recall = ("Tasks of the form: turn on the {A} {B} {C}. First, focus on it.\n"
+              "1. focus on {A} {B} {C}")
+    assert goal_bindings(recall, "turn on the blue light bulb. First, focus on it.", ()) == {
+        "{A}": "blue", "{B}": "light", "{C}": "bulb"}

@@ -101,3 +101,12 @@ def test_a_bank_written_before_trigger_modes_reopens_with_raw_texts(tmp_path):
     assert (again.config.task_trigger, again.config.env_trigger) == ("goal", "scene")
     assert again.queries(_episode("put a clean egg in shelf", 2).task)["task"] == (
         "put a clean egg in shelf")
+
+
+def test_a_measured_quantity_is_not_an_instance_number() -> None:
+    from deltamem.core.triggers import drop_numbers
+
+    # "cabinet 3" names an instance; "above 200.0 degrees" is the task's threshold, and
+    # dropping its integer part left "above.0", which misaligned every goal-word binding
+    assert drop_numbers("go to cabinet 3, then table 12.") == "go to cabinet, then table."
+    assert drop_numbers("if it is above 200.0 degrees") == "if it is above 200.0 degrees"

@@ -94,6 +94,7 @@ __all__ = [
     "realises",
     "recalled_steps",
     "sightings",
+    "substitutes",
 ]
 
 _NUMBER = re.compile(r"(?<=[a-z-])\s+\d+\b")
@@ -245,6 +246,13 @@ def goal_bindings(recall_text: str, goal: str, verbs: Iterable[str] = (),
                 for n, src in enumerate(cand[i1:i2]):
                     found.setdefault(src, target[j1 + n] if j1 + n < j2 else "")
                 continue
+            if (tag == "replace" and i2 - i1 == j2 - j1 <= 4
+                    and all(w.startswith("{") for w in cand[i1:i2])):
+                # a run of placeholders facing as many words ("turn on the {A} {B} {C}",
+                # "turn on the blue light bulb"): each takes its word
+                for src, dst in zip(cand[i1:i2], target[j1:j2], strict=True):
+                    found.setdefault(src, dst)
+                continue
             if tag != "replace" or i2 - i1 != j2 - j1 or i2 - i1 > 2:
                 continue
             for src, dst in zip(cand[i1:i2], target[j1:j2], strict=True):
@@ -301,6 +309,8 @@ def realises(action: str, step: str, goal_words: frozenset[str]) -> str | None:
     aw, sw = a.split(), s.split()
     if not aw or not sw:
         return None
+    if _qualified(aw, sw) or _qualified(sw, aw):
+        return "exact"
     if aw[0] != sw[0] and aw[0] in _MOVES and sw[0] in _MOVES:
         # moves are one step whatever the way: "teleport to kitchen" realises "go to kitchen"
         aw, sw = ["go", *(_destination(aw) or [])], ["go", *(_destination(sw) or [])]
@@ -328,6 +338,58 @@ def realises(action: str, step: str, goal_words: frozenset[str]) -> str | None:
             # is not "move X to bathroom"); a move may go to a place of another length
             return None
     return "loose"
+
+
+def _qualified(longer: list[str], shorter: list[str]) -> bool:
+    """``longer`` is ``shorter`` with its thing's place said: one span ``in <place>``
+    inserted right after a word and followed by a preposition or the end ("focus on soap
+    *in kitchen*", "move soap *in table* to metal pot"): ScienceWorld names where a thing
+    is when two things share its name, so the place only tells them apart."""
+    if len(longer) - len(shorter) not in (2, 3, 4) or longer[0] != shorter[0]:
+        return False
+    for i in range(1, len(shorter) + 1):
+        if longer[:i] != shorter[:i]:
+            return False
+        n = len(longer) - len(shorter)
+        if (longer[i] == "in" and longer[i + n:] == shorter[i:]
+                and (i == len(shorter) or shorter[i] in _PREPOSITIONS)
+                and not set(longer[i + 1:i + n]) & _PREPOSITIONS):
+            return True
+    return False
+
+
+def _mentions(action: str, places: Iterable[str]) -> bool:
+    """Whether ``action`` names one of ``places`` after its verb, a name of several words
+    ("art studio") as a whole."""
+    rest = f" {' '.join(abstract_action(action).split()[1:])} "
+    return any(f" {p} " in rest for p in places if p)
+
+
+def _head(words: list[str]) -> tuple[list[str], list[str]]:
+    """An action's verb with its particle, and the rest ("pick up" | "egg turtle")."""
+    n = 2 if len(words) > 1 and words[1] in _PARTICLES else 1
+    return words[:n], words[n:]
+
+
+def substitutes(action: str, step: str, goal_words: frozenset[str]) -> bool:
+    """Whether ``action`` does ``step`` to another thing of the same kind (rule 4b): the
+    same verb and the same rest, a direct object that shares a word with the step's
+    ("focus on egg turtle" for "focus on egg parrot"; "move egg turtle to green box" for
+    "move egg parrot egg in inventory to green box"), and no goal word in either object
+    (a thing the goal names is never replaced). The guide uses it only for a step whose
+    thing occurs in no action offered in this episode (:meth:`Guide.absent`): the
+    recalled variation's instance of a kind the goal does not name."""
+    a, s = abstract_action(action), abstract_action(step)
+    a, s = a.replace(_INVENTORY, ""), s.replace(_INVENTORY, "")
+    (va, ra), (vs, rs) = _head(a.split()), _head(s.split())
+    if va != vs or not ra or not rs:
+        return False
+    ao, so = _direct_object(["", *ra]), _direct_object(["", *rs])
+    if not ao or not so or ao == so or (set(ao) | set(so)) & goal_words:
+        return False
+    if not (set(ao) & set(so)) - _STOP:
+        return False
+    return ra[len(ao):] == rs[len(so):]
 
 
 def _compounds(actions: Iterable[str], verbs: set[str]) -> frozenset[str]:
@@ -414,6 +476,17 @@ class Guide:
         self.goal_words = frozenset(w for w in _words(goal) if w not in _STOP)
         entities = goal_entities(goal)
         self.goal_object = entities[0] if entities else None
+        self._seen: frozenset[str] = frozenset()  # every action offered so far, abstracted
+
+    def absent(self, step: str) -> bool:
+        """Whether the thing ``step`` handles occurs in no action offered so far in this
+        episode (rule 4b: then another thing of its kind may stand in for it)."""
+        _, rest = _head(abstract_action(step).replace(_INVENTORY, "").split())
+        thing = " ".join(_direct_object(["", *rest]))
+        if not thing or not self._seen:
+            return False
+        pattern = re.compile(rf"(?<![\w-]){re.escape(thing)}(?![\w-])")
+        return not any(pattern.search(a) for a in self._seen)
 
     def known_places(self) -> frozenset[str]:
         """Kinds of places where the recall says an object of the goal's kind was found
@@ -450,7 +523,7 @@ class Guide:
         return out
 
     def advise(self, admissible: Sequence[str], taken: Sequence[str],
-               offered: Iterable[str] = ()) -> Advice:
+               offered: Iterable[str] = (), refused: Iterable[str] = ()) -> Advice:
         """Advice for the next decision: that of the best procedure with a step realisable
         here (rule 0); the best procedure's (without actions) when none has one.
 
@@ -459,9 +532,23 @@ class Guide:
             taken: the valid actions taken so far in this episode, in order.
             offered: every action the environment has offered in this episode (their
                 first words are the verbs that make a recall line a step).
+            refused: actions the environment refused in this episode although it listed
+                them (ScienceWorld lists some it cannot parse). They are left out of the
+                advice unless every advised action was refused: advising one again only
+                repeats the refusal to the step cap.
         """
+        advice = self._advise(admissible, taken, offered)
+        refused = {" ".join(a.lower().split()) for a in refused}
+        kept = tuple(a for a in advice.actions if " ".join(a.lower().split()) not in refused)
+        if kept and len(kept) < len(advice.actions):
+            return Advice(advice.step, kept, advice.backtrack, advice.blocked)
+        return advice
+
+    def _advise(self, admissible: Sequence[str], taken: Sequence[str],
+                offered: Iterable[str]) -> Advice:
         verbs = {a.split()[0].lower() for a in (*offered, *admissible) if a.split()}
         self.compounds = _compounds((*offered, *admissible), verbs)
+        self._seen = frozenset(abstract_action(a) for a in (*offered, *admissible))
         first: Advice | None = None
         for text in self.procedures:
             steps = self.steps(verbs, text)
@@ -517,7 +604,7 @@ class Guide:
             fresh = [a for a in (*exact, *loose) if " ".join(a.lower().split()) not in done]
             if fresh:
                 for places in (known, other):
-                    liked = [a for a in fresh if places & set(abstract_action(a).split()[1:])]
+                    liked = [a for a in fresh if _mentions(a, places)]
                     if liked:
                         return Advice(steps[j], tuple(liked), backtrack=True,
                                       blocked=steps[k])
@@ -528,7 +615,7 @@ class Guide:
         moves = [a for a in admissible if a.split() and a.split()[0].lower() in _MOVES
                  and " ".join(a.lower().split()) not in done]
         for places in (known, other):
-            liked = [a for a in moves if places & set(abstract_action(a).split()[1:])]
+            liked = [a for a in moves if _mentions(a, places)]
             if liked:
                 return Advice(steps[k], tuple(liked), backtrack=True, blocked=steps[k])
         if moves:
@@ -592,9 +679,12 @@ class Guide:
         reached = {0: 0}
         for n, action in enumerate(taken):
             for j in range(k, min(k + 1 + LOOKAHEAD, len(steps))):
-                if j > k and set(_words(steps[j - 1])) & self.goal_words:
-                    break  # a step about the goal's own objects is never skipped
+                if j > k and self.goal_object and self.goal_object in _words(steps[j - 1]):
+                    break  # a step about the goal's own object is never skipped (as advised)
                 how = realises(action, steps[j], self.goal_words)
+                if (how is None and j == k and self.absent(steps[j])
+                        and substitutes(action, steps[j], self.goal_words)):
+                    how = "loose"
                 if how == "exact" or (how == "loose" and j == k):
                     k = j + 1
                     reached[k] = n
@@ -610,4 +700,6 @@ class Guide:
                 exact.append(a)
             elif how == "loose":
                 loose.append(a)
+        if not exact and not loose and self.absent(step):
+            loose = [a for a in admissible if substitutes(a, step, self.goal_words)]
         return exact, loose

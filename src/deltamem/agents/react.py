@@ -148,7 +148,8 @@ class ReActAgent:
             advice = None
             if guide is not None:
                 offered.update(dict.fromkeys(admissible))
-                advice = guide.advise(admissible, [s.action for s in steps if s.valid], offered)
+                advice = guide.advise(admissible, [s.action for s in steps if s.valid], offered,
+                                      [s.action for s in steps if not s.valid])
             messages = build_messages(
                 prompts, task, recall, steps, admissible,
                 constrained=self.constrained, history_chars=self.history_chars,

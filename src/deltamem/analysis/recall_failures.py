@@ -173,13 +173,14 @@ def guide_trace(env: _Env, task_id: str, recall: Recall, goal: str,
     guide = Guide(recall, goal) if recall.text else None
     offered: dict[str, None] = {}
     taken: list[str] = []
+    refused: list[str] = []
     out: list[StepAdvice] = []
     for action, observation, valid in actions:
         admissible = tuple(env.admissible_actions())
         step, advised, backtrack, loose, pointed = None, (), False, False, None
         if guide is not None:
             offered.update(dict.fromkeys(admissible))
-            advice = guide.advise(admissible, taken, offered)
+            advice = guide.advise(admissible, taken, offered, refused)
             step, advised, backtrack = advice.step, tuple(advice.actions), advice.backtrack
             pointed = advice.blocked if advice.backtrack else advice.step
             loose = bool(advised) and step is not None and not any(
@@ -191,6 +192,8 @@ def guide_trace(env: _Env, task_id: str, recall: Recall, goal: str,
             same = got.strip()[:len(observation)] == observation[:len(got.strip())]
         if valid:
             taken.append(action)
+        else:
+            refused.append(action)
         out.append(StepAdvice(action, admissible, step, advised, backtrack, loose, same, pointed))
     return out
 

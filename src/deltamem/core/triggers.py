@@ -42,7 +42,7 @@ EnvTrigger = Literal["scene", "places"]
 TASK_TRIGGERS: tuple[str, ...] = ("goal", "abstract")
 ENV_TRIGGERS: tuple[str, ...] = ("scene", "places")
 
-_NUM = re.compile(r"\b([A-Za-z][\w-]*) \d+\b")
+_NUM = re.compile(r"\b([A-Za-z][\w-]*) \d+\b(?!\.\d)")  # "above 200.0" is a quantity
 _TOKEN = re.compile(r"\{[A-Z]\}|[A-Za-z][A-Za-z'-]*|\d+|[^\sA-Za-z\d]")
 #: words that end a noun phrase when they follow it (prepositions, conjunctions)
 _BOUNDARY = frozenset(
