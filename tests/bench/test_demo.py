@@ -205,3 +205,26 @@ def test_results_script_pairs_a_runs_phases_and_two_runs_of_one_memory(
     assert "Other paired differences (same games):" in text
     assert "* awm (awm-a): unfrozen − frozen (3 games): +0.0 [+0.0, +0.0]" in text
     assert "* awm (awm-b) − awm (awm-a) (frozen, 3 games):" in text
+
+
+def test_results_script_pairs_the_score_where_the_environment_scores_progress(
+        tmp_path: Path, keyroom: str) -> None:
+    import json
+
+    demo(tmp_path / "demo", episodes=3, train_episodes=2, split="test", llm="scripted",
+         embedder="hashing", env=keyroom, progress=False, systems=("none", "deltamem"))
+    mod = _results_script()
+    out = tmp_path / "results.md"
+    mod.main([str(tmp_path / "demo" / m) for m in ("none", "deltamem")] + ["--out", str(out)])
+    assert not any(x.startswith("* deltamem − none") for x in out.read_text().splitlines())
+    # give the no-memory run partial progress (as ScienceWorld's 0-100 score): the lines
+    # then pair the score as well, and include none (the table pairs success only)
+    path = tmp_path / "demo" / "none" / "episodes.jsonl"
+    recs = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    for r in recs:
+        if r.get("phase") == "frozen":
+            r["reward"] = 0.25
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    mod.main([str(tmp_path / "demo" / m) for m in ("none", "deltamem")] + ["--out", str(out)])
+    line = next(x for x in out.read_text().splitlines() if x.startswith("* deltamem − none"))
+    assert "success +100.0 [+100.0, +100.0] *; score +75.0 [+75.0, +75.0] *" in line

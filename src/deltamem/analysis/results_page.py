@@ -25,7 +25,7 @@ from typing import Any
 from deltamem.analysis.trajectories import search_steps
 from deltamem.bench import read_episodes
 from deltamem.bench.config import RunConfig
-from deltamem.bench.gain import gain
+from deltamem.bench.gain import Gain, gain
 from deltamem.bench.results import read_trajectories
 from deltamem.bench.stats import bootstrap_ci
 
@@ -160,17 +160,28 @@ def _labels(runs: list[tuple[RunConfig, list[dict[str, Any]]]]) -> dict[Path, st
 
 
 def _versus(runs: list[tuple[RunConfig, list[dict[str, Any]]]], mine: str) -> list[str]:
-    """One line per (other memory, phase): ``mine`` minus the other's success, paired by task."""
+    """One line per (other memory, phase): ``mine`` minus the other's success, paired by task.
+
+    Where the environment scores partial progress (a reward that is not the success, as
+    ScienceWorld's 0-100 score), each line also gives the paired score difference, and the
+    lines include ``none``: the table's "Δ vs none" column pairs success only."""
     label = _labels(runs)
-    def outcomes(recs: list[dict[str, Any]], ph: str) -> dict[str, float]:
-        return {r["task_id"]: float(r["success"]) for r in recs if r["phase"] == ph}
+    def outcomes(recs: list[dict[str, Any]], ph: str, key: str = "success") -> dict[str, float]:
+        return {r["task_id"]: float(r[key]) for r in recs if r["phase"] == ph}
+
+    partial = any(float(r.get("reward", r["success"])) != float(r["success"])
+                  for _, recs in runs for r in recs if r["phase"] in EVAL_PHASES)
+
+    def interval(g: Gain) -> str:
+        return (f"{g.diff * 100:+.1f} [{g.low * 100:+.1f}, {g.high * 100:+.1f}]"
+                + (" *" if g.excludes_zero else ""))
 
     lines = []
     for cfg_m, recs_m in runs:
         if cfg_m.memory != mine:
             continue
         for cfg, recs in runs:
-            if cfg.memory == "none" or cfg.run_dir == cfg_m.run_dir or (
+            if (cfg.memory == "none" and not partial) or cfg.run_dir == cfg_m.run_dir or (
                     cfg.memory == mine and str(cfg.run_dir) < str(cfg_m.run_dir)):
                 continue  # two runs of `mine`: one line, not one each way
             for ph in EVAL_PHASES:
@@ -179,10 +190,15 @@ def _versus(runs: list[tuple[RunConfig, list[dict[str, Any]]]], mine: str) -> li
                 if not ids:
                     continue
                 g = gain([a[t] for t in ids], [b[t] for t in ids], ids_a=ids, ids_b=ids)
-                lines.append(f"* {label[cfg_m.run_dir]} − {label[cfg.run_dir]} ({ph}, "
-                             f"{len(ids)} games): "
-                             f"{g.diff * 100:+.1f} [{g.low * 100:+.1f}, {g.high * 100:+.1f}]"
-                             + (" *" if g.excludes_zero else ""))
+                line = (f"* {label[cfg_m.run_dir]} − {label[cfg.run_dir]} ({ph}, "
+                        f"{len(ids)} games): ")
+                if partial:
+                    ra, rb = outcomes(recs, ph, "reward"), outcomes(recs_m, ph, "reward")
+                    s = gain([ra[t] for t in ids], [rb[t] for t in ids], ids_a=ids, ids_b=ids)
+                    line += f"success {interval(g)}; score {interval(s)}"
+                else:
+                    line += interval(g)
+                lines.append(line)
     return lines
 
 
