@@ -492,10 +492,11 @@ def test_another_thing_of_the_kind_stands_in_for_an_absent_recalled_thing() -> N
     assert not substitutes("focus on red box", "focus on green box", frozenset({"green"}))
 
 
-def test_a_step_advised_by_looking_ahead_moves_the_pointer() -> None:
+def test_a_step_advised_by_looking_ahead_is_not_advised_again_once_taken() -> None:
     # the look-ahead may skip a step that names a goal word other than the goal's object
-    # (a box the recalled game chose); the pointer must then count the advised step, or
-    # the guide advises it again at every step to the cap
+    # (a box the recalled game chose); the pointer stays at the skipped step, so once the
+    # advised step is taken it must not be advised again (a repeatable "focus on X" was
+    # advised at every step to the cap)
     recall = ("Tasks of the form: measure the temperature of {A} for the green box\n"
               "1. pick up {A}\n2. move {A} to green box\n3. focus on {A}\n"
               "4. use thermometer on {A}")
@@ -507,6 +508,14 @@ def test_a_step_advised_by_looking_ahead_moves_the_pointer() -> None:
     assert first.actions == ("focus on water",)
     assert g.advise(here, [*taken, "focus on water"], here).actions == (
         "use thermometer on water",)
+    # the skipped step is still the one pointed at (household: use the lamp after taking)
+    lamp = ("Tasks of the form: look at {A} under the {B}\n1. go to sidetable\n"
+            "2. use {B}\n3. take {A} from sidetable\n4. go to armchair")
+    g = Guide(lamp, "look at candle under the floorlamp")
+    here = ["go to armchair 1", "go to shelf 1", "examine candle 1"]
+    taken = ["go to sidetable 1", "take candle 1 from sidetable 1"]
+    advice = g.advise(here, taken, here)
+    assert advice.backtrack and advice.blocked == "use floorlamp"
 
 
 def test_an_action_the_environment_refused_is_not_advised_again() -> None:

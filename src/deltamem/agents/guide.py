@@ -587,6 +587,10 @@ class Guide:
             if steps[j].split()[0].lower() in _MOVES:
                 continue
             exact, _ = self._realisations(steps[j], admissible)
+            # once taken, a looked-ahead step is not advised again: the pointer stays at
+            # the step it skipped (using the lamp is still to do after taking the object),
+            # and a repeatable step ("focus on X") would otherwise be advised to the cap
+            exact = [a for a in exact if " ".join(a.lower().split()) not in done]
             if exact and set(_words(steps[j])) & self.goal_words:
                 return Advice(steps[j], tuple(exact))
         back = self._return_to_place(steps, k, admissible, taken)
@@ -679,8 +683,8 @@ class Guide:
         reached = {0: 0}
         for n, action in enumerate(taken):
             for j in range(k, min(k + 1 + LOOKAHEAD, len(steps))):
-                if j > k and self.goal_object and self.goal_object in _words(steps[j - 1]):
-                    break  # a step about the goal's own object is never skipped (as advised)
+                if j > k and set(_words(steps[j - 1])) & self.goal_words:
+                    break  # a step about the goal's own objects is never skipped
                 how = realises(action, steps[j], self.goal_words)
                 if (how is None and j == k and self.absent(steps[j])
                         and substitutes(action, steps[j], self.goal_words)):
