@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--no-ann", dest="ann", action="store_false")
     p.add_argument("--ann-max", type=int, default=1_000_000, help="largest size given an ANN")
     p.add_argument("--ann-k", default="4", help="candidates per graph; a comma list sweeps")
-    p.add_argument("--ann-ef", default="64", help="HNSW ef_search; a comma list sweeps")
+    p.add_argument("--ann-ef", default="128", help="HNSW ef_search; a comma list sweeps")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="ANN build threads")
     p.add_argument("--quick", action="store_true", help="1k and 10k, d=384, 50 queries")
     p.add_argument("--compare-libs", type=int, metavar="N", default=0)

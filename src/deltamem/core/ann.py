@@ -99,7 +99,9 @@ class AnnIndex:
     Args:
         dim: embedding width.
         k: candidates taken from each graph per query (more: higher agreement, slower).
-        ef_search: HNSW search breadth (≥ ``k``).
+        ef_search: HNSW search breadth (≥ ``k``). Default 128: at 1M nodes × 384 (M 16,
+            ef_construction 100, 2 build threads) top-1 agreement with the exact scan was
+            0.94 at 64, 0.98-0.99 at 128 (p50 1.4-1.7 ms), 0.993 at 256 (2.5 ms); issue 26.
         ef_construction, m: HNSW build parameters (graph quality vs build time).
         threads: build threads for batch adds (``0``: all cores).
         seed: graph construction seed.
@@ -114,7 +116,7 @@ class AnnIndex:
         dim: int,
         *,
         k: int = 4,
-        ef_search: int = 64,
+        ef_search: int = 128,
         ef_construction: int = 100,
         m: int = 16,
         threads: int = 1,
