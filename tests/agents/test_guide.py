@@ -550,3 +550,21 @@ def test_a_run_of_three_placeholders_takes_three_words() -> None:
               "1. focus on {A} {B} {C}")
     assert goal_bindings(recall, "turn on the blue light bulb. First, focus on it.", ()) == {
         "{A}": "blue", "{B}": "light", "{C}": "bulb"}
+
+
+def test_a_placeholder_the_goal_left_unbound_takes_its_example_when_that_thing_is_here() -> None:
+    recall = ("Tasks of the form: Your first objective is to take a trip {A}. Then, lift the {E} "
+              "from the floor of the cookhouse. ({A} = e.g. south, {E} = e.g. coin)\n"
+              "1. go {A}\n2. take {E}")
+    goal = "First thing I need you to do is to go east. Then, take the coin in the washroom."
+    g = Guide(recall, goal)
+    here = ["go north", "take coin", "examine coin", "look"]
+    g.advise(here, [], here)
+    # a move keeps its placeholder (the recalled route is not this game's)
+    assert g.steps({"go", "take"}) == ["go {A}", "take coin"]
+    assert g.advise(here, ["go north"], here).actions == ("take coin",)
+    # an example that names nothing offered in this episode is not used
+    g = Guide(recall, goal)
+    elsewhere = ["go north", "take key", "look"]
+    g.advise(elsewhere, [], elsewhere)
+    assert g.steps({"go", "take"}) == ["go {A}", "take {E}"]

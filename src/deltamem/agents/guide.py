@@ -126,6 +126,7 @@ _SEEN_ON = re.compile(r"\b(?:on|in) the ([a-z][a-z -]*?) \d+, you see ([^.\n]*)"
 _SEEN_IN = re.compile(r"\byou open the ([a-z][a-z -]*?) \d+\.[^\n>]*?in it, you see ([^.\n]*)",
                       re.IGNORECASE)
 _LISTED = re.compile(r",\s*|\s+and\s+")
+_EXAMPLE = re.compile(r"\{([A-Z])\} = e\.g\. ([A-Za-z][\w -]*?)(?=,\s*\{|\))")
 
 
 def sightings(text: str) -> list[tuple[str, str]]:
@@ -515,12 +516,27 @@ class Guide:
         recalled_verbs = verbs | {s.split()[0].lower() for raw in raws for s in raw}
         chain = self.bindings(recalled_verbs, text)
         if len(parts) == 1:
-            return [_fill(s, chain) for s in raws[0]]
+            return [self._examples(_fill(s, chain), text) for s in raws[0]]
         out: list[str] = []
         for part, raw in zip(parts, raws, strict=True):
             own = goal_bindings(part, self.goal, recalled_verbs, self.compounds)
-            out.extend(_fill(s, {**chain, **own}) for s in raw)
+            out.extend(self._examples(_fill(s, {**chain, **own}), text) for s in raw)
         return out
+
+    def _examples(self, step: str, text: str) -> str:
+        """``step`` with a placeholder the goal left unbound filled by its recorded example
+        value (rule 2b: "({E} = e.g. coin)" in the trigger), when that value names a thing in
+        an action offered in this episode (the same thing is here) and the step is not a
+        move (a recalled route is not this game's). A goal paraphrased by the game's text
+        generator ("take a trip east ... lift the coin" vs "go east ... take the coin")
+        cannot be aligned word by word, and "take {E}" could then never be realised."""
+        if "{" not in step or step.split()[0].lower() in _MOVES:
+            return step
+        for ph, value in _EXAMPLE.findall(text):
+            value = " ".join(value.lower().split())
+            if f"{{{ph}}}" in step and any(f" {value} " in f" {a} " for a in self._seen):
+                step = step.replace(f"{{{ph}}}", value)
+        return step
 
     def advise(self, admissible: Sequence[str], taken: Sequence[str],
                offered: Iterable[str] = (), refused: Iterable[str] = ()) -> Advice:
