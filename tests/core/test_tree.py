@@ -350,3 +350,45 @@ def test_nodes_made_without_init_are_the_nodes_init_makes():
             "termination": n.payload.termination}
     got = node_from_columns(cols, n.embedding)
     assert set(vars(got)) == names and got == n
+
+
+def test_match_is_eq6_by_definition_on_both_paths() -> None:
+    """``match`` (its one-row fast path and its window path, issue 26) returns exactly what
+    Eq. 6 by definition gives: the arg-max of :func:`exact_cosine` − ε·[FAILURE] − standing
+    penalty, ties by the deepest rule, the same score to the last bit — with unit and
+    non-unit rows and queries, ε changing between queries, and the tree's scratch buffers
+    reused from one query to the next."""
+    from deltamem.core.tree import exact_cosine, standing_penalty
+
+    lam = 0.1
+    base = _random_tree_nodes(60, 16, seed=11)
+    # every 5th node repeats an earlier embedding: exact ties, so the window path runs
+    nodes = [replace(n, embedding=base[i // 2].embedding) if i % 5 == 4 else n
+             for i, n in enumerate(base)]
+    scaled = [replace(n, embedding=n.embedding * np.float32(1.0 + (i % 3) * 0.37))
+              for i, n in enumerate(nodes)]
+    rng = np.random.default_rng(12)
+    queries: list[np.ndarray] = []
+    for k in range(60):
+        if k % 3 == 0:
+            queries.append(nodes[int(rng.integers(0, len(nodes)))].embedding.copy())
+        else:
+            queries.append(vec(*rng.normal(size=16)) * np.float32(1.0 if k % 2 else 1.9))
+    for tree_nodes in (nodes, scaled):
+        t = ResidualTree("task", 16, tree_nodes, failure_weight=lam)
+        windows = []
+        exact = t._exact
+        t._exact = lambda *a, w=windows, f=exact: w.append(1) or f(*a)  # type: ignore[method-assign]
+        for k, q in enumerate(queries):
+            eps = (0.05, 0.05, 0.0, 0.1)[k % 4]
+            q64 = q.astype(np.float64)
+
+            def s(n: Node, q64: np.ndarray = q64, eps: float = eps) -> float:
+                pen = float(np.float32(standing_penalty(n.success_hits, n.failure_hits, lam)))
+                return exact_cosine(n.embedding, q64) - (eps if n.label == "FAILURE" else 0.0) - pen
+
+            best = max(tree_nodes, key=lambda n: (s(n), not n.consolidated, n.depth, n.seq))
+            want = BestNode(best.id, s(best), 0.4, s(best) >= 0.4)
+            got = t.match(q if k % 7 else q.tolist(), 0.4, eps)  # type: ignore[arg-type]
+            assert got == want and vars(got) == vars(want)
+        assert 0 < len(windows) < len(queries) // 2  # both paths ran
