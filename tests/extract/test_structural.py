@@ -9,6 +9,7 @@ import pytest
 from deltamem import DeltaMem
 from deltamem.core.payload import ChainEntry
 from deltamem.embed import HashingEmbedder
+from deltamem.errors import ConfigError
 from deltamem.extract import LLMExtractor, StructuralExtractor
 from deltamem.llm import ScriptedLLM
 from deltamem.testing import make_episode
@@ -22,6 +23,40 @@ def test_root_success_abstracts_instances_and_goal_entities():
     assert "{A}" in p.activation and "apple" in p.activation  # legend names the example
     assert "1." in p.procedure and "clean {A} with sinkbasin" in p.procedure
     assert "apple 1" not in p.procedure and "countertop 1" not in p.procedure
+
+
+def test_literal_skill_words_keep_the_goals_words_and_drop_only_instance_numbers():
+    p = StructuralExtractor(skill_words="literal").extract(
+        "task_root_success", make_episode(), [], "alfworld")
+    assert p is not None
+    assert "{A}" not in p.activation + p.procedure
+    assert "clean apple with sinkbasin" in p.procedure and "apple 1" not in p.procedure
+    assert p.activation == "Tasks of the form: put a clean apple in fridge"
+
+
+def test_skill_words_default_to_the_domains_setting(monkeypatch):
+    from dataclasses import replace
+
+    from deltamem import domains
+
+    monkeypatch.setitem(domains.DOMAINS, "generic",
+                        replace(domains.DOMAINS["generic"], skill_words="literal"))
+    p = X.extract("task_root_success", make_episode(domain="generic"), [], "generic")
+    assert p is not None and "{A}" not in p.procedure
+    q = StructuralExtractor(skill_words="slots").extract(
+        "task_root_success", make_episode(domain="generic"), [], "generic")
+    assert q is not None and "{A}" in q.procedure  # the extractor's own setting wins
+
+
+def test_textworld_skills_keep_literal_words_by_default():
+    p = X.extract("task_root_success", make_episode(domain="textworld"), [], "textworld")
+    assert p is not None
+    assert "{A}" not in p.procedure and "take apple from countertop" in p.procedure
+
+
+def test_unknown_skill_words_are_refused():
+    with pytest.raises(ConfigError, match="skill_words"):
+        StructuralExtractor(skill_words="verbatim")
 
 
 def test_residual_success_keeps_only_new_steps_and_skips_when_covered():

@@ -73,6 +73,7 @@ def test_a_new_threshold_is_used_and_named_but_not_stored(bank):
     ({"task_trigger": "goal"}, "task_trigger='abstract'"),
     ({"env_trigger": "scene"}, "env_trigger='places'"),
     ({"d_max": 5}, "d_max=4"),
+    ({"skill_words": "literal"}, "skill_words='slots'"),
 ])
 def test_an_override_that_reorganises_the_bank_is_refused(bank, override, says):
     with pytest.raises(ConfigError, match=says) as err:
@@ -94,3 +95,30 @@ def get_header(domain: str) -> str:
     from deltamem.domains import get_domain
 
     return get_domain(domain).header
+
+
+def test_skill_words_are_stored_with_their_source_and_used_by_the_default_extractor(tmp_path):
+    path = tmp_path / "lit.db"
+    mem = DeltaMem.open(path, embedder=H, domain="alfworld", skill_words="literal")
+    try:
+        mem.learn(make_episode("put a clean apple in fridge", episode_id="e1"))
+        assert mem.config.skill_words_source == "set by the user"
+        texts = " ".join(n.payload.procedure for n in mem.nodes("task"))
+        assert "clean apple with sinkbasin" in texts and "{A}" not in texts
+    finally:
+        mem.close()
+    again = DeltaMem.open(path, embedder=H)  # reopened without it: the stored setting
+    try:
+        assert again.config.skill_words == "literal"
+        assert again.extractor.skill_words == "literal"
+    finally:
+        again.close()
+
+
+def test_a_bank_takes_its_domains_skill_words_and_names_where_they_came_from(tmp_path):
+    mem = DeltaMem.open(tmp_path / "d.db", embedder=H, domain="alfworld")
+    try:
+        assert mem.config.skill_words == "slots"
+        assert "placeholders" in mem.config.skill_words_source
+    finally:
+        mem.close()

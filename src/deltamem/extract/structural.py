@@ -31,6 +31,12 @@ C.7: "specific room -> item mappings"), still with plain text processing:
 
 Every other domain is extracted exactly as before these rules (a test compares household
 payloads byte for byte).
+
+A domain whose goals are paraphrased from game to game (TextWorld's generator writes
+each instruction anew) can keep a skill's words literal instead (``skill_words``,
+:attr:`deltamem.domains.DomainPreset.skill_words`): a placeholder helps only when the
+next goal binds it back, and the guide binds by aligning the recalled goal with the
+current one word by word.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from collections.abc import Sequence
 
 from deltamem.core.payload import ChainEntry, Payload, TreeName
 from deltamem.domains import get_domain
+from deltamem.errors import ConfigError
 from deltamem.extract.base import Role
 from deltamem.types import Episode, Step
 
@@ -289,19 +296,33 @@ def _sw_facts(ep: Episode) -> list[str]:
 
 
 class StructuralExtractor:
-    """Deterministic :class:`~deltamem.extract.base.Extractor` (no LLM, no cost)."""
+    """Deterministic :class:`~deltamem.extract.base.Extractor` (no LLM, no cost).
+
+    Args:
+        skill_words: how a skill writes its steps: ``"slots"`` (the goal's words become
+            placeholders, §3.4), ``"literal"`` (the steps as played, instance numbers
+            dropped: for a domain whose goals are paraphrased, so a slot could not be
+            bound back), or ``None`` (default): the domain's setting
+            (:attr:`deltamem.domains.DomainPreset.skill_words`).
+    """
 
     name = "structural"
+
+    def __init__(self, skill_words: str | None = None) -> None:
+        if skill_words not in (None, "slots", "literal"):
+            raise ConfigError(f"skill_words must be 'slots' or 'literal', got {skill_words!r}")
+        self.skill_words = skill_words
 
     def extract(
         self, role: Role, episode: Episode, chain: Sequence[ChainEntry], domain: str
     ) -> Payload | None:
-        get_domain(domain)
+        preset = get_domain(domain)
         sw = domain == "scienceworld"
+        literal = (self.skill_words or preset.skill_words) == "literal"
         if role == "task_root_success":
-            return self._skill(episode, chain=(), sw=sw)
+            return self._skill(episode, chain=(), sw=sw, literal=literal)
         if role == "task_residual_success":
-            return self._skill(episode, chain=chain, sw=sw)
+            return self._skill(episode, chain=chain, sw=sw, literal=literal)
         if role == "task_root_failure":
             return self._failure(episode, chain=())
         if role == "task_residual_failure":
@@ -313,14 +334,14 @@ class StructuralExtractor:
         raise ValueError(f"unknown extraction role {role!r}")
 
     # -- task tree -----------------------------------------------------------
-    def _skill(self, ep: Episode, chain: Sequence[ChainEntry], sw: bool = False
-               ) -> Payload | None:
+    def _skill(self, ep: Episode, chain: Sequence[ChainEntry], sw: bool = False,
+               literal: bool = False) -> Payload | None:
         if sw:
             valid = [s.action for s in ep.steps if not _sw_noop(s)]
-            ph = _Placeholders(ep.task.goal, valid, fixed=_SW_TEMPLATE_WORDS)
+            ph = _Placeholders(ep.task.goal, () if literal else valid, fixed=_SW_TEMPLATE_WORDS)
         else:
             valid = [s.action for s in ep.steps if not _is_invalid(s)]
-            ph = _Placeholders(ep.task.goal, valid)
+            ph = _Placeholders(ep.task.goal, () if literal else valid)
         steps: list[str] = []
         for a in valid:
             line = ph.apply(a)

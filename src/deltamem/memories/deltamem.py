@@ -35,7 +35,13 @@ from deltamem.core.forgetting import fit_budget, supersede
 from deltamem.core.payload import ChainEntry, TreeName, render_chain
 from deltamem.core.tree import BestNode, Node, ResidualTree, standing_penalty
 from deltamem.core.triggers import tree_texts
-from deltamem.domains import DOMAINS, default_trigger, get_domain, thresholds
+from deltamem.domains import (
+    DOMAINS,
+    default_trigger,
+    get_domain,
+    skill_words_source,
+    thresholds,
+)
 from deltamem.embed.base import Embedder
 from deltamem.errors import (
     ConfigError,
@@ -95,6 +101,11 @@ class DeltaMemConfig(BaseModel):
             the bank (a bank written before these settings existed reopens with
             ``goal``/``scene``).
         tau_source: provenance of each threshold, filled when the config is resolved.
+        skill_words: how the default (structural) extractor writes a skill's steps:
+            ``slots`` (goal words become placeholders) or ``literal``; ``None``: the
+            domain's setting (:attr:`deltamem.domains.DomainPreset.skill_words`). Stored
+            with the bank with where it came from (``skill_words_source``); a bank written
+            before this setting existed reopens with ``slots``.
         k_cons: success hits that trigger consolidation (Eq. 8); ``None`` = preset.
         consolidation: set False for K_cons = ∞.
         epsilon: failure penalty ε (Eq. 6).
@@ -155,6 +166,8 @@ class DeltaMemConfig(BaseModel):
     task_trigger: Literal["goal", "abstract"] | None = None
     env_trigger: Literal["scene", "places"] | None = None
     tau_source: dict[str, str] = Field(default_factory=dict)
+    skill_words: Literal["slots", "literal"] | None = None
+    skill_words_source: str = ""
     k_cons: int | None = Field(default=None, ge=1)
     consolidation: bool = True
     epsilon: float = Field(default=0.05, ge=0.0, le=2.0)
@@ -190,6 +203,10 @@ class DeltaMemConfig(BaseModel):
             "env_trigger": env_trigger,
             "k_cons": p.k_cons if self.k_cons is None else self.k_cons,
         }
+        words = self.skill_words or p.skill_words
+        update["skill_words"] = words
+        update["skill_words_source"] = (self.skill_words_source
+                                        or skill_words_source(self.domain, words))
         source = dict(self.tau_source)
         for tree, trigger in (("task", task_trigger), ("env", env_trigger)):
             value = getattr(self, f"tau_{tree}")
@@ -245,9 +262,11 @@ def _make_config(
     return cfg.resolved(embedder)
 
 
-BANK_LAYOUT: tuple[str, ...] = ("domain", "task_trigger", "env_trigger", "d_max")
+BANK_LAYOUT: tuple[str, ...] = ("domain", "task_trigger", "env_trigger", "d_max",
+                                "skill_words")
 """Settings fixed when a bank is created: they decide how its nodes are organised (the
-domain's extraction rules, the texts each tree embeds, the depth bound of Eq. 5)."""
+domain's extraction rules, how skills write the goal's words, the texts each tree embeds,
+the depth bound of Eq. 5)."""
 
 
 def _reopen_settings(
@@ -262,13 +281,15 @@ def _reopen_settings(
     ``set by the user`` (``"auto"``: the preset, looked up again). Raises
     :class:`ConfigError` for a :data:`BANK_LAYOUT` setting that differs from the bank's."""
     # a bank written before trigger modes existed embedded the raw texts
-    base: dict[str, Any] = {"task_trigger": "goal", "env_trigger": "scene", **stored}
+    base: dict[str, Any] = {"task_trigger": "goal", "env_trigger": "scene",
+                            "skill_words": "slots", **stored}
     if isinstance(config, DeltaMemConfig):
         given = {k: getattr(config, k) for k in config.model_fields_set}
     else:
         given = dict(config or {})
     given.update(overrides)
-    given = {k: v for k, v in given.items() if v is not None and k != "tau_source"}
+    given = {k: v for k, v in given.items()
+             if v is not None and k not in ("tau_source", "skill_words_source")}
     for key in BANK_LAYOUT:
         if key in given and given[key] != base.get(key):
             raise ConfigError(
@@ -335,17 +356,17 @@ class DeltaMem(Memory):
         self.store = store
         store.config_check = check_bank_config  # what an import into this bank must pass
         self.embedder = embedder
-        if extractor is None:
-            from deltamem.extract.structural import StructuralExtractor
-
-            extractor = StructuralExtractor()
-        self.extractor = extractor
         meta = store.meta()
         if "config" in meta:  # an existing bank: its settings, the caller's on top
             config = _reopen_settings(meta["config"], config, overrides, store.path)
             overrides = {}
         emb_name = embedder.name if embedder is not None else meta.get("embedder_name")
         self.config = _make_config(config, emb_name, **overrides)
+        if extractor is None:
+            from deltamem.extract.structural import StructuralExtractor
+
+            extractor = StructuralExtractor(skill_words=self.config.skill_words)
+        self.extractor = extractor
         self._apply_synchronous()
         if embedder is not None:
             self._check_embedder(meta)
