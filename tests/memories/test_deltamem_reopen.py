@@ -122,3 +122,22 @@ def test_a_bank_takes_its_domains_skill_words_and_names_where_they_came_from(tmp
         assert "placeholders" in mem.config.skill_words_source
     finally:
         mem.close()
+
+
+def test_a_bank_written_before_skill_words_reopens_with_slots_and_says_so(tmp_path):
+    import json
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    DeltaMem.open(path, embedder=H, domain="textworld").close()  # textworld: literal now
+    with sqlite3.connect(path) as con:
+        (raw,) = con.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
+        cfg = json.loads(raw)
+        del cfg["skill_words"], cfg["skill_words_source"]
+        con.execute("UPDATE meta SET value = ? WHERE key = 'config'", (json.dumps(cfg),))
+    again = DeltaMem.open(path, embedder=H)
+    try:
+        assert again.config.skill_words == "slots"
+        assert "before skill_words existed" in again.config.skill_words_source
+    finally:
+        again.close()

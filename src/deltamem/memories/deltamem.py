@@ -281,8 +281,10 @@ def _reopen_settings(
     ``set by the user`` (``"auto"``: the preset, looked up again). Raises
     :class:`ConfigError` for a :data:`BANK_LAYOUT` setting that differs from the bank's."""
     # a bank written before trigger modes existed embedded the raw texts
-    base: dict[str, Any] = {"task_trigger": "goal", "env_trigger": "scene",
-                            "skill_words": "slots", **stored}
+    base: dict[str, Any] = {"task_trigger": "goal", "env_trigger": "scene", **stored}
+    if "skill_words" not in stored:  # written before skill_words existed: placeholders
+        base["skill_words"] = "slots"
+        base["skill_words_source"] = "a bank written before skill_words existed (slots)"
     if isinstance(config, DeltaMemConfig):
         given = {k: getattr(config, k) for k in config.model_fields_set}
     else:
