@@ -98,6 +98,59 @@ def play(rule: str, listed: int, args: argparse.Namespace, cache: Path) -> dict[
 
 ORIGINAL = agent_prompts.history_start
 
+FLASH = {"auto": None, "on": True, "off": False}
+
+
+def play_flash(settings: list[str], args: argparse.Namespace, cache: Path) -> dict[str, Any]:
+    """Every game played once per flash-attention setting, settings taking turns per game."""
+    llms = {f: CountingLLM(n_ctx=4096, n_threads=args.threads, flash_attn=FLASH[f])
+            for f in settings}
+    listed = int(args.listed.split(",")[0])
+    agents = {f: ReActAgent(llm, domain="alfworld", constrained=True, guide="prior",
+                            history_chars=args.history_chars, max_steps=args.max_steps,
+                            max_listed_actions=listed) for f, llm in llms.items()}
+    memory = None
+    if args.bank:
+        from deltamem.embed import make_embedder
+        from deltamem.memories.deltamem import DeltaMem
+
+        memory = DeltaMem.open(args.bank, embedder=make_embedder("minilm"), readonly=True)
+    out = {f: {"first": [], "later": [], "steps": 0, "wall": 0.0, "games": []} for f in settings}
+    with HouseholdEnv(cache_dir=cache) as env:
+        for task_id in env.task_ids(args.split, seed=args.seed)[: args.games]:
+            for f in settings:
+                task = env.reset(task_id)
+                recall = memory.recall(task) if memory is not None else Recall()
+                n0, t0 = len(llms[f].calls), time.perf_counter()
+                ep = agents[f].play(env, task, recall)
+                r = out[f]
+                r["wall"] += time.perf_counter() - t0
+                calls = llms[f].calls[n0:]
+                r["first"] += [c[2] for c in calls[:1]]
+                r["later"] += [c[2] for c in calls[1:]]
+                r["steps"] += len(ep.steps)
+                r["games"].append((task_id, ep.success, [s.action for s in ep.steps]))
+    return out
+
+
+def _med(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.3f}" if xs else "-"
+
+
+def print_flash(settings: list[str], out: dict[str, Any]) -> None:
+    print("| flash attention | model calls | s / first call of a game (median) | "
+          "s / later call (median) | s / step | games won | games with every choice as "
+          f"`{settings[0]}` |")
+    print("|---|---|---|---|---|---|---|")
+    base = out[settings[0]]["games"]
+    for f in settings:
+        r = out[f]
+        same = sum(a[2] == b[2] for a, b in zip(base, r["games"], strict=True))
+        won = sum(1 for g in r["games"] if g[1])
+        print(f"| {f} | {len(r['first']) + len(r['later'])} | {_med(r['first'])} | "
+              f"{_med(r['later'])} | {r['wall'] / max(1, r['steps']):.3f} | "
+              f"{won}/{len(r['games'])} | {same}/{len(base)} |")
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -112,10 +165,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--listed", default="50",
                     help="comma-separated max_listed_actions values to compare (0: the "
                          "admissible actions are not listed in the prompt)")
+    ap.add_argument("--flash-attn", default="",
+                    help="comma-separated llama.cpp attention settings to compare instead of "
+                         "the trimming rules: auto, on, off (first listed: the reference)")
     ap.add_argument("--smoke", action="store_true", help="two 6-step games, 600 characters")
     args = ap.parse_args(argv)
     if args.smoke:
         args.games, args.max_steps, args.history_chars = 2, 6, 600
+    if args.flash_attn:
+        settings = [f.strip() for f in args.flash_attn.split(",")]
+        if bad := [f for f in settings if f not in FLASH]:
+            ap.error(f"--flash-attn takes auto, on, off; not {', '.join(bad)}")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = play_flash(settings, args, Path(args.cache_dir or tmp))
+        print(f"# Attention kernel: {args.games} household {args.split} games (seed "
+              f"{args.seed}), history {args.history_chars} chars, {args.threads} thread(s), "
+              f"{'bank ' + args.bank if args.bank else 'no memory'}\n")
+        print_flash(settings, out)
+        return 0
     listed = [int(x) for x in args.listed.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(args.cache_dir or tmp)

@@ -319,6 +319,18 @@ def test_prompt_reuse(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.envs
+@pytest.mark.model
+def test_prompt_reuse_flash_attention(tmp_path: Path) -> None:
+    need("textworld", "alfworld")
+    need_local_llm()
+    out = run("prompt_reuse.py", "--smoke", "--listed", "0", "--flash-attn", "auto,off",
+              cwd=tmp_path, timeout=1800)
+    assert "| flash attention | model calls |" in out
+    assert [r[0] for r in table_rows(out, "auto") + table_rows(out, "off")] == ["auto", "off"]
+
+
+@pytest.mark.slow
+@pytest.mark.envs
 def test_local_llm_record(tmp_path: Path) -> None:
     need("textworld", "alfworld")
     out_file = tmp_path / "prompts.jsonl"

@@ -6,6 +6,7 @@ import builtins
 import json
 import sys
 
+import numpy as np
 import pytest
 
 from deltamem.errors import ConfigError, LLMError, LLMUnavailableError
@@ -171,6 +172,48 @@ def test_prefix_reuse_gives_the_cold_answer(smol: LocalLLM) -> None:
         cold = LocalLLM(n_ctx=2048)
         assert cold.complete([system, {"role": "user", "content": task}], purpose="act",
                              choices=actions).text == answer
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_flash_attention_setting_reaches_the_engine() -> None:
+    # the two attention kernels round differently (llama.cpp's CPU flash attention sums V in
+    # float16), so the logits differ when (and only when) the setting took effect; the
+    # ranking at the top and the choice stay the same here
+    _need_model()
+    prompt = [{"role": "system", "content": "You are in a house. Choose the next action."},
+              {"role": "user", "content": "Your task is to: put a mug in drawer 3. " * 20}]
+    actions = [f"go to drawer {i}" for i in range(1, 12)] + ["open fridge 1", "look"]
+    logits, texts = {}, {}
+    for fa in (True, False, None):
+        llm = LocalLLM(n_ctx=1024, n_threads=1, flash_attn=fa)
+        logits[fa] = llm.next_logits(llm.chat_tokens(prompt))
+        texts[fa] = llm.complete(prompt, purpose="act", choices=actions).text
+    assert not np.array_equal(logits[True], logits[False])
+    assert np.abs(logits[True] - logits[False]).mean() < 0.5
+    top = [list(np.argsort(-logits[fa])[:5]) for fa in (True, False)]
+    assert top[0] == top[1]
+    assert len(set(texts.values())) == 1
+    assert LocalLLM(flash_attn=False).flash_attn is False
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_logits_do_not_depend_on_how_the_prompt_reached_the_cache() -> None:
+    # the default attention kernel is batch-invariant: one batch, token by token, and a
+    # cached prefix with the last token decoded again give the same bits (a warm model
+    # answers as a cold one; a resumed run chooses as an uninterrupted one)
+    _need_model()
+    msgs = [{"role": "user", "content": "Name one kitchen object."}]
+    one = LocalLLM(n_ctx=512, n_threads=1)
+    tokens = one.chat_tokens(msgs)
+    batch = one.next_logits(tokens)
+    one.next_logits([*tokens, tokens[0]])
+    again = one.next_logits(tokens)  # the cache is trimmed back; the last token alone
+    step = LocalLLM(n_ctx=512, n_threads=1)
+    for i in range(1, len(tokens) + 1):
+        by_token = step.next_logits(tokens[:i])
+    assert np.array_equal(batch, again) and np.array_equal(batch, by_token)
 
 
 @pytest.mark.model

@@ -69,6 +69,10 @@ SAMPLING = {"top_k": 40, "top_p": 0.95, "min_p": 0.05}
 _LOG_CALLBACK: Any = None  # keeps the CFFI callback alive for the process
 
 
+FLASH_ATTN_DISABLED, FLASH_ATTN_ENABLED = 0, 1
+"""``llama_flash_attn_type`` values (-1 is ``AUTO``, the library's default)."""
+
+
 def installed_version() -> str | None:
     """The installed ``llama-cpp-py-sync`` version, or ``None``."""
     try:
@@ -375,7 +379,7 @@ class PrebuiltEngine:
     """
 
     def __init__(self, path: Path, *, n_ctx: int, n_threads: int,
-                 extra_buffer_types: bool = False) -> None:
+                 extra_buffer_types: bool = False, flash_attn: bool | None = None) -> None:
         lib, ffi = load_library()
         self.lib, self.ffi = lib, ffi
         self.version = installed_version()
@@ -389,6 +393,8 @@ class PrebuiltEngine:
         cparams.n_ctx = n_ctx
         cparams.n_threads = n_threads
         cparams.n_threads_batch = n_threads
+        if flash_attn is not None:  # None: llama.cpp decides (its "auto": on, on CPU)
+            cparams.flash_attn_type = FLASH_ATTN_ENABLED if flash_attn else FLASH_ATTN_DISABLED
         ctx = lib.llama_init_from_model(model, cparams)
         if ctx == ffi.NULL:
             lib.llama_model_free(model)

@@ -36,6 +36,19 @@ Contract:
   matmul segfaults (seen with llama-cpp-python 0.3.36 on a Xeon with
   ``amx_tile``). The default Q4_1 model is not repacked for AVX anyway, so this
   costs it nothing; set ``LocalLLM.extra_buffer_types = True`` to re-enable.
+* llama.cpp's flash-attention kernel stays on (``flash_attn=None``, llama.cpp's own
+  choice on CPU) because with it a prompt's logits do not depend on how the prompt reached
+  the cache: fed in one batch, token by token, or as a cached prefix plus the rest, the
+  logits are bit for bit the same, so a warm model answers as a cold one and a resumed
+  run chooses as an uninterrupted one would. Without it (``flash_attn=False``) attention
+  is computed by kernels that round differently for a batch and for one token: the same
+  prompt's logits then differ by up to ~0.7 between a cold and a warm cache, and greedy
+  free text can diverge. Off is faster for this agent's calls (a step of ~25 tokens
+  appended to a cached prompt of 1–2k tokens, then a few one-token decodes): on the main
+  job's 20 household games, no memory, one thread, 0.755 → 0.590 s per call after a game's
+  first, 0.81 → 0.65 s per step; a game's first call 1.24 → 1.34 s
+  (``benchmarks/prompt_reuse.py --games 20 --listed 0 --flash-attn auto,off``; 15 of the
+  20 games chose every action alike, every game had the same outcome).
 * Temperature 0 decodes greedily; with a fixed ``seed``, results repeat on the
   same machine and build. Token counts come from llama.cpp.
 """
@@ -183,11 +196,11 @@ class _PrebuiltEngine:
     """The default engine: :class:`~deltamem.llm.llama_prebuilt.PrebuiltEngine` + chat format."""
 
     def __init__(self, path: Path, *, n_ctx: int, n_threads: int, extra_buffer_types: bool,
-                 name: str) -> None:
+                 name: str, flash_attn: bool | None = None) -> None:
         from deltamem.llm.llama_prebuilt import PrebuiltEngine
 
         self.core = PrebuiltEngine(path, n_ctx=n_ctx, n_threads=n_threads,
-                               extra_buffer_types=extra_buffer_types)
+                                   extra_buffer_types=extra_buffer_types, flash_attn=flash_attn)
         template = self.core.chat_template()
         if not template:
             raise LLMError(f"{name}: the model file has no chat template")
@@ -266,7 +279,7 @@ class _LlamaCppPythonEngine:
     """The optional engine: ``llama-cpp-python`` (compiled from source at install time)."""
 
     def __init__(self, path: Path, *, n_ctx: int, n_threads: int, seed: int,
-                 extra_buffer_types: bool, name: str) -> None:
+                 extra_buffer_types: bool, name: str, flash_attn: bool | None = None) -> None:
         try:
             import llama_cpp
         except ImportError as e:
@@ -279,6 +292,7 @@ class _LlamaCppPythonEngine:
                 self.llama = llama_cpp.Llama(
                     model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
                     n_threads_batch=n_threads, seed=seed, verbose=False,
+                    **({} if flash_attn is None else {"flash_attn": flash_attn}),
                 )
         except (ValueError, RuntimeError, OSError) as e:
             raise LLMError(f"llama.cpp could not load {path}: {e}") from e
@@ -358,6 +372,9 @@ class LocalLLM(BaseLLM):
             else all cores.
         seed: sampling seed (only matters for temperature > 0).
         backend: ``"llama-cpp-py-sync"`` (default, prebuilt) or ``"llama-cpp-python"``.
+        flash_attn: llama.cpp's flash-attention kernel on (``True``) or off (``False``);
+            ``None`` (default) leaves it to llama.cpp: on, on CPU. Off is ~20 % faster per
+            agent step but makes results depend on the cache (module doc).
     """
 
     extra_buffer_types: bool = False
@@ -371,6 +388,7 @@ class LocalLLM(BaseLLM):
         n_threads: int | None = None,
         seed: int = 0,
         backend: str = BACKENDS[0],
+        flash_attn: bool | None = None,
     ) -> None:
         super().__init__()
         if backend not in BACKENDS:
@@ -381,6 +399,7 @@ class LocalLLM(BaseLLM):
         self.n_threads = n_threads
         self.seed = seed
         self.backend = backend
+        self.flash_attn = flash_attn
         stem = Path(model_path).name if model_path is not None else "SmolLM2-135M-Instruct"
         self.name = f"local:{stem}"
         self._engine: _Engine | None = None
@@ -407,11 +426,12 @@ class LocalLLM(BaseLLM):
             if self.backend == BACKENDS[0]:
                 self._engine = _PrebuiltEngine(path, n_ctx=self.n_ctx, n_threads=threads,
                                            extra_buffer_types=self.extra_buffer_types,
-                                           name=self.name)
+                                           name=self.name, flash_attn=self.flash_attn)
             else:
                 self._engine = _LlamaCppPythonEngine(
                     path, n_ctx=self.n_ctx, n_threads=threads, seed=self.seed,
-                    extra_buffer_types=self.extra_buffer_types, name=self.name)
+                    extra_buffer_types=self.extra_buffer_types, name=self.name,
+                    flash_attn=self.flash_attn)
             return self._engine
 
     def _follow_budget(self, engine: _Engine) -> None:
