@@ -53,9 +53,12 @@ recall p50, the open time, and the process's resident memory over the bank's emb
 matrix (n × d float32): ``RSS ÷ matrix`` is the growth of the resident set from before
 the open to after the episodes, ``peak ÷ matrix`` the growth of its high-water mark
 (``VmHWM``), so what an open builds and throws away counts too. A flat learn rate and a
-ratio near 1 are the goal.
+ratio near 1 are the goal. ``cycles/s`` counts whole recall + learn cycles (what building a
+bank from a stream costs); ``--search exact,ann`` measures the exact scan and the HNSW
+index (``deltamem[ann]``; its graph is built at the first recall, which ``cycles/s`` leaves out).
 
     python benchmarks/overhead.py --growth --sizes 1000,10000,100000 --synchronous normal
+    python benchmarks/overhead.py --growth --synchronous normal --search exact,ann
 """
 
 from __future__ import annotations
@@ -298,7 +301,8 @@ def memory_mib() -> tuple[float, float]:
     return out["VmRSS"], out["VmHWM"]
 
 
-def growth_row(n: int, episodes: int, seed: int, synchronous: str) -> dict[str, str]:
+def growth_row(n: int, episodes: int, seed: int, synchronous: str,
+               search: str = "exact") -> dict[str, str]:
     """One row of the growth table: build the bank here, measure it in a fresh process."""
     rng = np.random.default_rng(seed)
     config = DeltaMemConfig(domain=DOMAIN).resolved(f"table-{DIM}")
@@ -311,7 +315,7 @@ def growth_row(n: int, episodes: int, seed: int, synchronous: str) -> dict[str, 
         job.write_bytes(pickle.dumps((eps, table)))
         p = subprocess.run(
             [sys.executable, __file__, "--growth-child", str(path), str(job), synchronous,
-             str(tree_module.SINGLE_THREAD_MAX)],
+             str(tree_module.SINGLE_THREAD_MAX), search],
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         if p.returncode:
@@ -321,7 +325,9 @@ def growth_row(n: int, episodes: int, seed: int, synchronous: str) -> dict[str, 
     return {
         "nodes": f"{n:,}",
         "synchronous": synchronous,
+        "search": search,
         "learns/s": f"{got['learns'] / got['learn_s']:.0f}",
+        "cycles/s": f"{got['learns'] / (got['learn_s'] + got['recall_s']):.0f}",
         "learn p50 ms": f"{got['learn_p50'] * 1e3:.2f}",
         "recall p50 ms": f"{got['recall_p50'] * 1e3:.2f}",
         "open s": f"{got['open_s']:.2f}",
@@ -333,7 +339,8 @@ def growth_row(n: int, episodes: int, seed: int, synchronous: str) -> dict[str, 
     }
 
 
-def growth_child(path: str, job: str, synchronous: str, single_thread_max: float) -> None:
+def growth_child(path: str, job: str, synchronous: str, single_thread_max: float,
+                 search: str = "exact") -> None:
     """The measuring process of :func:`growth_row`: prints one JSON line."""
     tree_module.SINGLE_THREAD_MAX = single_thread_max
     eps, table = pickle.loads(Path(job).read_bytes())
@@ -344,7 +351,8 @@ def growth_child(path: str, job: str, synchronous: str, single_thread_max: float
     warmup.close()
     rss0, hwm0 = memory_mib()
     t0 = time.perf_counter()
-    mem = DeltaMem.open(path, embedder=embedder, domain=DOMAIN, synchronous=synchronous)
+    mem = DeltaMem.open(path, embedder=embedder, domain=DOMAIN, synchronous=synchronous,
+                        search=search)
     open_s = time.perf_counter() - t0
     rec_t, learn_t = [], []
     warm = written = 0
@@ -363,6 +371,7 @@ def growth_child(path: str, job: str, synchronous: str, single_thread_max: float
     print(json.dumps({
         "nodes": nodes, "learns": len(learn_t), "learn_s": sum(learn_t),
         "learn_p50": statistics.median(learn_t), "recall_p50": statistics.median(rec_t),
+        "recall_s": sum(rec_t[1:]) * len(rec_t) / max(1, len(rec_t) - 1),
         "open_s": open_s, "rss_mib": rss1 - rss0, "peak_mib": hwm1 - hwm0,
         "warm": warm, "written": written,
     }))  # fmt: skip
@@ -398,11 +407,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--growth", action="store_true",
                    help="the growth table: learn rate, recall p50 and resident memory over "
                         "the embedding matrix per size (a fresh process per size)")
-    p.add_argument("--growth-child", nargs=4, help=argparse.SUPPRESS)
+    p.add_argument("--search", default="exact",
+                   help="--growth: comma-separated tree search modes to measure (exact, ann)")
+    p.add_argument("--growth-child", nargs=5, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.growth_child:
-        path, job, sync, stm = args.growth_child
-        growth_child(path, job, sync, float(stm))
+        path, job, sync, stm, search = args.growth_child
+        growth_child(path, job, sync, float(stm), search)
         return
     if args.quick:
         args.sizes, args.episodes = "100,10000", 50
@@ -413,8 +424,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.growth:
         for n in (int(x) for x in args.sizes.split(",")):
             for sync in args.synchronous.split(","):
-                rows.append(growth_row(n, args.episodes, args.seed, sync))
-                print(f"<!-- done n={n} {sync} -->", file=sys.stderr, flush=True)
+                for search in args.search.split(","):
+                    rows.append(growth_row(n, args.episodes, args.seed, sync, search))
+                    print(f"<!-- done n={n} {sync} {search} -->", file=sys.stderr, flush=True)
         print_rows(rows)
         return
     for n in (int(x) for x in args.sizes.split(",")):

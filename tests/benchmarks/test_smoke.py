@@ -104,6 +104,18 @@ def test_overhead_in_the_paper_trigger_modes(tmp_path: Path) -> None:
     assert row[3] == "goal, scene"
 
 
+def test_overhead_growth(tmp_path: Path) -> None:
+    search = "exact,ann" if importlib.util.find_spec("hnswlib") is not None else "exact"
+    out = run("overhead.py", "--growth", "--sizes", "100", "--episodes", "6", "--synchronous",
+              "normal", "--search", search, cwd=tmp_path)
+    header = [c.strip() for c in out.split("| nodes |")[1].split("\n")[0].split("|")][:-1]
+    rows = [dict(zip(["nodes", *header], r, strict=True)) for r in table_rows(out, "100")]
+    assert [r["search"] for r in rows] == search.split(",")
+    for r in rows:
+        assert float(r["cycles/s"]) <= float(r["learns/s"])  # a cycle is a recall and a learn
+        assert float(r["RSS ÷ matrix"]) > 0
+
+
 def test_retrieval(tmp_path: Path) -> None:
     args = ["--sizes", "1000", "--dims", "64", "--queries", "10", "--naive-max", "1000",
             "--naive-queries", "3"]
