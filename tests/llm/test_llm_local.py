@@ -54,6 +54,12 @@ def test_missing_llama_cpp_python_names_its_compile(monkeypatch: pytest.MonkeyPa
         LocalLLM(backend="llama-cpp-python").complete(MSGS, purpose="act", choices=["a"])
 
 
+def test_flash_attn_takes_a_boolean_or_nothing() -> None:
+    with pytest.raises(ConfigError, match="flash_attn"):
+        LocalLLM(flash_attn="off")  # type: ignore[arg-type]
+    assert LocalLLM().flash_attn is None and LocalLLM(flash_attn=True).flash_attn is True
+
+
 def test_unknown_backend_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="llama-cpp-py-sync"):
         LocalLLM(backend="vllm")

@@ -394,6 +394,9 @@ class LocalLLM(BaseLLM):
         if backend not in BACKENDS:
             raise ConfigError(f"unknown local backend {backend!r}; choose one of "
                               + ", ".join(BACKENDS))
+        if flash_attn is not None and not isinstance(flash_attn, bool):
+            raise ConfigError(f"flash_attn must be true, false or left out (llama.cpp's "
+                              f"choice), not {flash_attn!r}")
         self.model_path = model_path
         self.n_ctx = n_ctx
         self.n_threads = n_threads
