@@ -70,6 +70,16 @@ class CountingLLM(LocalLLM):
         return out
 
 
+def open_bank(args: argparse.Namespace) -> Any:
+    """The ``--bank`` DeltaMem bank, read-only, or ``None`` (no memory)."""
+    if not args.bank:
+        return None
+    from deltamem.embed import make_embedder
+    from deltamem.memories.deltamem import DeltaMem
+
+    return DeltaMem.open(args.bank, embedder=make_embedder("minilm"), readonly=True)
+
+
 def play(rule: str, listed: int, args: argparse.Namespace, cache: Path) -> dict[str, Any]:
     agent_prompts.history_start = (  # type: ignore[assignment]
         front_start if rule == "front" else ORIGINAL)
@@ -77,12 +87,7 @@ def play(rule: str, listed: int, args: argparse.Namespace, cache: Path) -> dict[
     agent = ReActAgent(llm, domain="alfworld", constrained=True, guide="prior",
                        history_chars=args.history_chars, max_steps=args.max_steps,
                        max_listed_actions=listed)
-    memory = None
-    if args.bank:
-        from deltamem.embed import make_embedder
-        from deltamem.memories.deltamem import DeltaMem
-
-        memory = DeltaMem.open(args.bank, embedder=make_embedder("minilm"), readonly=True)
+    memory = open_bank(args)
     outcomes, steps, t0 = [], 0, time.perf_counter()
     with HouseholdEnv(cache_dir=cache) as env:
         for task_id in env.task_ids(args.split, seed=args.seed)[: args.games]:
@@ -109,12 +114,7 @@ def play_flash(settings: list[str], args: argparse.Namespace, cache: Path) -> di
     agents = {f: ReActAgent(llm, domain="alfworld", constrained=True, guide="prior",
                             history_chars=args.history_chars, max_steps=args.max_steps,
                             max_listed_actions=listed) for f, llm in llms.items()}
-    memory = None
-    if args.bank:
-        from deltamem.embed import make_embedder
-        from deltamem.memories.deltamem import DeltaMem
-
-        memory = DeltaMem.open(args.bank, embedder=make_embedder("minilm"), readonly=True)
+    memory = open_bank(args)
     out = {f: {"first": [], "later": [], "steps": 0, "wall": 0.0, "games": []} for f in settings}
     with HouseholdEnv(cache_dir=cache) as env:
         for task_id in env.task_ids(args.split, seed=args.seed)[: args.games]:
