@@ -80,13 +80,18 @@ def open_bank(args: argparse.Namespace) -> Any:
     return DeltaMem.open(args.bank, embedder=make_embedder("minilm"), readonly=True)
 
 
+def main_job_agent(llm: LocalLLM, args: argparse.Namespace, listed: int) -> ReActAgent:
+    """The main job's agent: constrained choice with the ``prior`` guide."""
+    return ReActAgent(llm, domain="alfworld", constrained=True, guide="prior",
+                      history_chars=args.history_chars, max_steps=args.max_steps,
+                      max_listed_actions=listed)
+
+
 def play(rule: str, listed: int, args: argparse.Namespace, cache: Path) -> dict[str, Any]:
     agent_prompts.history_start = (  # type: ignore[assignment]
         front_start if rule == "front" else ORIGINAL)
     llm = CountingLLM(n_ctx=4096, n_threads=args.threads)
-    agent = ReActAgent(llm, domain="alfworld", constrained=True, guide="prior",
-                       history_chars=args.history_chars, max_steps=args.max_steps,
-                       max_listed_actions=listed)
+    agent = main_job_agent(llm, args, listed)
     memory = open_bank(args)
     outcomes, steps, t0 = [], 0, time.perf_counter()
     with HouseholdEnv(cache_dir=cache) as env:
@@ -111,9 +116,7 @@ def play_flash(settings: list[str], args: argparse.Namespace, cache: Path) -> di
     llms = {f: CountingLLM(n_ctx=4096, n_threads=args.threads, flash_attn=FLASH[f])
             for f in settings}
     listed = int(args.listed.split(",")[0])
-    agents = {f: ReActAgent(llm, domain="alfworld", constrained=True, guide="prior",
-                            history_chars=args.history_chars, max_steps=args.max_steps,
-                            max_listed_actions=listed) for f, llm in llms.items()}
+    agents = {f: main_job_agent(llm, args, listed) for f, llm in llms.items()}
     memory = open_bank(args)
     out = {f: {"first": [], "later": [], "steps": 0, "wall": 0.0, "games": []} for f in settings}
     with HouseholdEnv(cache_dir=cache) as env:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
+
 import pytest
 
 from deltamem import DeltaMem, DeltaMemConfig
@@ -125,9 +128,6 @@ def test_a_bank_takes_its_domains_skill_words_and_names_where_they_came_from(tmp
 
 
 def test_a_bank_written_before_skill_words_reopens_with_slots_and_says_so(tmp_path):
-    import json
-    import sqlite3
-
     path = tmp_path / "old.db"
     DeltaMem.open(path, embedder=H, domain="textworld").close()  # textworld: literal now
     with sqlite3.connect(path) as con:
