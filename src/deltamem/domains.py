@@ -40,6 +40,11 @@ class DomainPreset:
     #: become placeholders {A}, {B}, ... the guide binds to the next goal) or ``literal``
     #: (the steps as played, instance numbers dropped); :data:`SKILL_WORDS` says why
     skill_words: str = "slots"
+    #: what a residual skill writes when its episode left out a step of the retrieved
+    #: chain: ``additions`` (only the steps the chain lacks) or ``replace`` (the chain's
+    #: steps from the first that differs, replaced: :mod:`deltamem.core.residual`);
+    #: :data:`SKILL_DELTAS` says why a domain differs from ``additions``
+    skill_deltas: str = "additions"
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,19 @@ SKILL_WORDS: dict[str, str] = {
         "ReasoningBank 1 / 5 of 10; cooking 1 / 1 for each"
     ),
 }
+
+
+#: why a domain's residual skills replace steps (``DomainPreset.skill_deltas``); a domain
+#: not listed writes additions only, as the paper's residual prompts describe (§3.4)
+SKILL_DELTAS: dict[str, str] = {}
+
+
+def skill_deltas_source(domain: str, value: str) -> str:
+    """Where ``value`` (a domain's ``skill_deltas``) came from, for the bank's config."""
+    if value != get_domain(domain).skill_deltas:
+        return "set by the user"
+    return SKILL_DELTAS.get(domain, "the paper's residual extraction (§3.4): a delta holds "
+                            "the steps its chain lacks")
 
 
 def skill_words_source(domain: str, value: str) -> str:

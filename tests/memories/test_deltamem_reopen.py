@@ -77,6 +77,7 @@ def test_a_new_threshold_is_used_and_named_but_not_stored(bank):
     ({"env_trigger": "scene"}, "env_trigger='places'"),
     ({"d_max": 5}, "d_max=4"),
     ({"skill_words": "literal"}, "skill_words='slots'"),
+    ({"skill_deltas": "replace"}, "skill_deltas='additions'"),
 ])
 def test_an_override_that_reorganises_the_bank_is_refused(bank, override, says):
     with pytest.raises(ConfigError, match=says) as err:
@@ -139,5 +140,37 @@ def test_a_bank_written_before_skill_words_reopens_with_slots_and_says_so(tmp_pa
     try:
         assert again.config.skill_words == "slots"
         assert "before skill_words existed" in again.config.skill_words_source
+    finally:
+        again.close()
+
+
+def test_skill_deltas_are_stored_with_their_source_and_used_by_the_default_extractor(tmp_path):
+    path = tmp_path / "rep.db"
+    mem = DeltaMem.open(path, embedder=H, domain="alfworld", skill_deltas="replace")
+    try:
+        assert mem.config.skill_deltas_source == "set by the user"
+        assert mem.extractor.skill_deltas == "replace"
+    finally:
+        mem.close()
+    again = DeltaMem.open(path, embedder=H)  # reopened without it: the stored setting
+    try:
+        assert again.config.skill_deltas == "replace"
+        assert again.extractor.skill_deltas == "replace"
+    finally:
+        again.close()
+
+
+def test_a_bank_written_before_skill_deltas_reopens_with_additions_and_says_so(tmp_path):
+    path = tmp_path / "old.db"
+    DeltaMem.open(path, embedder=H, domain="alfworld").close()
+    with sqlite3.connect(path) as con:
+        (raw,) = con.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
+        cfg = json.loads(raw)
+        del cfg["skill_deltas"], cfg["skill_deltas_source"]
+        con.execute("UPDATE meta SET value = ? WHERE key = 'config'", (json.dumps(cfg),))
+    again = DeltaMem.open(path, embedder=H)
+    try:
+        assert again.config.skill_deltas == "additions"
+        assert "before skill_deltas existed" in again.config.skill_deltas_source
     finally:
         again.close()

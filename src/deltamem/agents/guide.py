@@ -60,8 +60,10 @@ the admissible actions and the steps taken so far.
    items, not as one text: each item that starts a procedure is followed on its own,
    in the order of its system's own score (the prompt order when there is none); a
    ``delta`` item belongs to the chain of the item before it (DeltaMem's root-to-match
-   chain, Eq. 7, is one procedure), and ``warning`` items are never followed (they
-   reach the prompt as text, like insights and lessons that hold no steps). The
+   chain, Eq. 7, is one procedure: a delta that replaces the chain's steps from step N
+   cuts them there, :mod:`deltamem.core.residual`), and ``warning`` items are never
+   followed (they reach the prompt as text, like insights and lessons that hold no
+   steps). The
    guide follows the best procedure whose next step some admissible action realises
    (rules 3--5) and falls back to the next one when it cannot be realised here. A
    recall without items is one procedure: its text. Knowledge lines (rule 5) are
@@ -82,6 +84,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from itertools import pairwise
 
+from deltamem.core.residual import cut_at, replacement
 from deltamem.core.triggers import goal_entities
 from deltamem.types import Recall
 
@@ -518,9 +521,15 @@ class Guide:
         if len(parts) == 1:
             return [self._examples(_fill(s, chain), text) for s in raws[0]]
         out: list[str] = []
+        raw_out: list[str] = []
         for part, raw in zip(parts, raws, strict=True):
+            where = replacement(part)
+            if where is not None and raw_out:  # a delta that replaces the chain's steps
+                cut = cut_at(raw_out, where)
+                out, raw_out = out[:cut], raw_out[:cut]
             own = goal_bindings(part, self.goal, recalled_verbs, self.compounds)
             out.extend(self._examples(_fill(s, {**chain, **own}), text) for s in raw)
+            raw_out.extend(raw)
         return out
 
     def _examples(self, step: str, text: str) -> str:

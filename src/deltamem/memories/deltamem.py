@@ -39,6 +39,7 @@ from deltamem.domains import (
     DOMAINS,
     default_trigger,
     get_domain,
+    skill_deltas_source,
     skill_words_source,
     thresholds,
 )
@@ -106,6 +107,13 @@ class DeltaMemConfig(BaseModel):
             domain's setting (:attr:`deltamem.domains.DomainPreset.skill_words`). Stored
             with the bank with where it came from (``skill_words_source``); a bank written
             before this setting existed reopens with ``slots``.
+        skill_deltas: what the default (structural) extractor writes for a residual skill
+            whose episode left out a step of the retrieved chain: ``additions`` (the steps
+            the chain lacks) or ``replace`` (the chain's steps from the first that differs,
+            replaced: :mod:`deltamem.core.residual`); ``None``: the domain's setting
+            (:attr:`deltamem.domains.DomainPreset.skill_deltas`). Stored with the bank with
+            where it came from (``skill_deltas_source``); a bank written before this
+            setting existed reopens with ``additions``.
         k_cons: success hits that trigger consolidation (Eq. 8); ``None`` = preset.
         consolidation: set False for K_cons = ∞.
         epsilon: failure penalty ε (Eq. 6).
@@ -168,6 +176,8 @@ class DeltaMemConfig(BaseModel):
     tau_source: dict[str, str] = Field(default_factory=dict)
     skill_words: Literal["slots", "literal"] | None = None
     skill_words_source: str = ""
+    skill_deltas: Literal["additions", "replace"] | None = None
+    skill_deltas_source: str = ""
     k_cons: int | None = Field(default=None, ge=1)
     consolidation: bool = True
     epsilon: float = Field(default=0.05, ge=0.0, le=2.0)
@@ -207,6 +217,10 @@ class DeltaMemConfig(BaseModel):
         update["skill_words"] = words
         update["skill_words_source"] = (self.skill_words_source
                                         or skill_words_source(self.domain, words))
+        deltas = self.skill_deltas or p.skill_deltas
+        update["skill_deltas"] = deltas
+        update["skill_deltas_source"] = (self.skill_deltas_source
+                                         or skill_deltas_source(self.domain, deltas))
         source = dict(self.tau_source)
         for tree, trigger in (("task", task_trigger), ("env", env_trigger)):
             value = getattr(self, f"tau_{tree}")
@@ -263,7 +277,7 @@ def _make_config(
 
 
 BANK_LAYOUT: tuple[str, ...] = ("domain", "task_trigger", "env_trigger", "d_max",
-                                "skill_words")
+                                "skill_words", "skill_deltas")
 """Settings fixed when a bank is created: they decide how its nodes are organised (the
 domain's extraction rules, how skills write the goal's words, the texts each tree embeds,
 the depth bound of Eq. 5)."""
@@ -285,13 +299,18 @@ def _reopen_settings(
     if "skill_words" not in stored:  # written before skill_words existed: placeholders
         base["skill_words"] = "slots"
         base["skill_words_source"] = "a bank written before skill_words existed (slots)"
+    if "skill_deltas" not in stored:  # written before skill_deltas existed: additions
+        base["skill_deltas"] = "additions"
+        base["skill_deltas_source"] = ("a bank written before skill_deltas existed "
+                                       "(additions)")
     if isinstance(config, DeltaMemConfig):
         given = {k: getattr(config, k) for k in config.model_fields_set}
     else:
         given = dict(config or {})
     given.update(overrides)
     given = {k: v for k, v in given.items()
-             if v is not None and k not in ("tau_source", "skill_words_source")}
+             if v is not None and k not in ("tau_source", "skill_words_source",
+                                            "skill_deltas_source")}
     for key in BANK_LAYOUT:
         if key in given and given[key] != base.get(key):
             raise ConfigError(
@@ -367,7 +386,8 @@ class DeltaMem(Memory):
         if extractor is None:
             from deltamem.extract.structural import StructuralExtractor
 
-            extractor = StructuralExtractor(skill_words=self.config.skill_words)
+            extractor = StructuralExtractor(skill_words=self.config.skill_words,
+                                            skill_deltas=self.config.skill_deltas)
         self.extractor = extractor
         self._apply_synchronous()
         if embedder is not None:
