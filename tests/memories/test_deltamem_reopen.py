@@ -174,3 +174,14 @@ def test_a_bank_written_before_skill_deltas_reopens_with_additions_and_says_so(t
         assert "before skill_deltas existed" in again.config.skill_deltas_source
     finally:
         again.close()
+
+
+def test_the_registry_gives_the_bank_an_extractor_with_its_own_settings():
+    from deltamem.memories import make_memory
+
+    mem = make_memory("deltamem", embedder=H, domain="alfworld", extractor="structural",
+                      options={"skill_words": "literal", "skill_deltas": "replace"})
+    try:
+        assert (mem.extractor.skill_words, mem.extractor.skill_deltas) == ("literal", "replace")
+    finally:
+        mem.close()

@@ -1134,9 +1134,7 @@ def make(
 
         extractor = LLMExtractor(llm)
     elif extractor in (None, "structural"):
-        from deltamem.extract.structural import StructuralExtractor
-
-        extractor = StructuralExtractor()
+        extractor = None  # the bank's own: its skill_words and skill_deltas settings
     elif isinstance(extractor, str):
         raise ConfigError(f"unknown extractor {extractor!r}; use 'structural' or 'llm'")
     opts = {"domain": domain, **dict(options or {})}
