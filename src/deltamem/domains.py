@@ -40,10 +40,10 @@ class DomainPreset:
     #: become placeholders {A}, {B}, ... the guide binds to the next goal) or ``literal``
     #: (the steps as played, instance numbers dropped); :data:`SKILL_WORDS` says why
     skill_words: str = "slots"
-    #: what a residual skill writes when its episode left out a step of the retrieved
-    #: chain: ``additions`` (only the steps the chain lacks) or ``replace`` (the chain's
-    #: steps from the first that differs, replaced: :mod:`deltamem.core.residual`);
-    #: :data:`SKILL_DELTAS` says why a domain differs from ``additions``
+    #: what a residual skill writes when its episode did something else where the
+    #: retrieved chain has steps: ``additions`` (the steps the chain lacks, appended) or
+    #: ``edits`` (its steps that stand instead of the chain's, in place:
+    #: :mod:`deltamem.core.residual`); :data:`SKILL_DELTAS` says why a domain differs
     skill_deltas: str = "additions"
 
 

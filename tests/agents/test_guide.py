@@ -269,18 +269,19 @@ def test_a_chain_of_base_and_deltas_is_one_procedure_and_warnings_are_not_follow
     assert g.known_places() == {"shelf"}  # knowledge is read from the whole recall
 
 
-def test_a_delta_that_replaces_steps_cuts_the_chain_where_it_says() -> None:
+def test_a_delta_that_edits_steps_puts_its_own_in_their_place() -> None:
     base = _item("Trigger: Tasks of the form: heat some {A} and put it in {B}\nProcedure: "
                  "1. go to sinkbasin\n2. take {A} from sinkbasin\n3. go to microwave\n"
-                 "4. heat {A} with microwave", None, "base", "task")
+                 "4. heat {A} with microwave\n5. go to {B}", None, "base", "task")
     delta = _item('Trigger: Variant of the base skill: heat some {A} and put it in {B}\n'
-                  'Procedure: Replaces the base from step 3 ("go to microwave") on:\n'
+                  "Procedure: Changes to the base steps:\n"
+                  '- instead of steps 3-4 ("go to microwave" to "heat {A} with microwave"):\n'
                   "1. go to stoveburner\n2. heat {A} with stoveburner", 1.0, "delta", "task")
     g = Guide(Recall(text=base.text + "\n" + delta.text, items=(base, delta)), HEAT_GOAL)
     assert g.steps(VERBS) == ["go to sinkbasin", "take cup from sinkbasin", "go to stoveburner",
-                              "heat cup with stoveburner"]
-    # the guide's steps need not be numbered as the writer's: the quoted step is found
-    odd = _item(delta.text.replace("from step 3", "from step 9"), 1.0, "delta", "task")
+                              "heat cup with stoveburner", "go to countertop"]
+    # the guide's steps need not be numbered as the writer's: a named step is found by text
+    odd = _item(delta.text.replace("steps 3-4", "steps 7-8"), 1.0, "delta", "task")
     g = Guide(Recall(text=base.text + "\n" + odd.text, items=(base, odd)), HEAT_GOAL)
     assert "go to microwave" not in g.steps(VERBS)
 

@@ -1,65 +1,99 @@
-"""Chains whose deltas replace steps compose to the procedure of the matched episode."""
+"""Chains whose deltas edit steps compose to the edited procedure (core.residual)."""
 
 from __future__ import annotations
+
+from difflib import SequenceMatcher
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from deltamem.core.residual import Replacement, compose, cut_at, replacement, replacement_line
+from deltamem.core.residual import (
+    EDITS_HEADER,
+    Edit,
+    compose,
+    edit_lines,
+    edits,
+    is_edit_line,
+    locate,
+)
+
+MELT = ["look around", "focus on {A}", "move metal pot to stove", "activate stove", "wait",
+        "examine {A}"]
 
 
-def test_a_replacement_line_reads_back_as_written():
-    line = replacement_line(3, "Move {A} to   stove")
-    assert line == 'Replaces the base from step 3 ("Move {A} to stove") on:'
-    assert replacement("Procedure: " + line + "\n1. move {A} to freezer") == Replacement(
-        3, "move {a} to stove")
+def _delta(*groups: list[str]) -> str:
+    return "\n".join([EDITS_HEADER, *(line for g in groups for line in g)])
 
 
-def test_text_that_announces_no_replacement_is_an_addition():
-    assert replacement("Extra steps not in the base:\n1. wait") is None
-    assert replacement("") is None
+def test_edit_lines_read_back_as_written():
+    text = _delta(
+        edit_lines("instead", 3, 4, "move metal pot to stove", "activate stove",
+                   ["move metal pot to freezer"]),
+        edit_lines("after", 6, 6, "examine {A}", "examine {A}", ["use thermometer on {A}"], 2))
+    assert text.splitlines()[1] == ('- instead of steps 3-4 ("move metal pot to stove" to '
+                                    '"activate stove"):')
+    assert text.splitlines()[3] == '- after step 6 ("examine {A}"):'
+    assert edits("Procedure: " + text + "\n- {A}: found in/on kitchen") == [
+        Edit("instead", 3, 4, "move metal pot to stove", "activate stove",
+             ("move metal pot to freezer",)),
+        Edit("after", 6, 6, "examine {a}", "examine {a}", ("use thermometer on {A}",)),
+    ]
+    assert all(is_edit_line(line) for line in text.splitlines() if not line[0].isdigit())
+
+
+def test_text_without_the_header_is_not_an_edits_delta():
+    assert edits("Extra steps not in the base:\n1. wait") is None
+    assert not is_edit_line("1. wait")
 
 
 def test_steps_are_numbered_from_one():
     with pytest.raises(ValueError, match="from 1"):
-        replacement_line(0, "look around")
+        edit_lines("after", 0, 0, "look around", "look around", ["wait"])
 
 
-def test_additions_concatenate_and_a_replacement_cuts_the_chain_at_its_step():
-    base = ["look around", "move {A} to stove", "activate stove", "wait"]
-    melt_extra = ["examine {A}"]
-    freeze = ["move {A} to freezer", "wait", "examine {A}"]
-    parts = [(None, base), (None, melt_extra), (Replacement(2, "move {A} to stove"), freeze)]
-    assert [s for _, s in compose(parts)] == ["look around", *freeze]
-    assert [n for n, _ in compose(parts)] == [0, 2, 2, 2]  # which item each step came from
+def test_an_edit_puts_its_steps_in_place_and_keeps_the_rest_of_the_chain():
+    delta = edits(_delta(edit_lines("instead", 3, 4, "move metal pot to stove",
+                                    "activate stove", ["move metal pot to freezer"])))
+    got = compose([(None, MELT), (delta, [])])
+    assert [s for _, s in got] == ["look around", "focus on {A}", "move metal pot to freezer",
+                                   "wait", "examine {A}"]
+    assert [n for n, _ in got] == [0, 0, 1, 0, 0]  # which item each step came from
 
 
-def test_a_reader_with_other_step_numbers_finds_the_quoted_step_by_its_text():
-    steps = ["look around", "wait1", "move {A} to stove", "activate stove"]
-    assert cut_at(steps, Replacement(2, "move {A} to stove")) == 2  # step 2 is "wait1" here
-    assert cut_at(steps, Replacement(3, "move {A} to stove")) == 2
+def test_additions_follow_the_chain():
+    assert [s for _, s in compose([(None, ["a"]), (None, ["b"])])] == ["a", "b"]
 
 
-def test_a_replacement_whose_step_is_not_in_the_chain_appends_like_an_addition():
-    parts = [(None, ["a", "b"]), (Replacement(1, "zzz"), ["c"])]
-    assert [s for _, s in compose(parts)] == ["a", "b", "c"]
+def test_a_reader_with_other_step_numbers_finds_a_named_step_by_its_text():
+    steps = ["look around", "wait1", "move metal pot to stove"]
+    assert locate(steps, 2, "move metal pot to stove") == 2
+    assert locate(steps, 3, "Move metal pot to  stove") == 2
+    assert locate(steps, 1, "activate stove") is None
 
 
-def test_a_root_never_cuts_anything():
-    assert [s for _, s in compose([(Replacement(1, "a"), ["a", "b"])])] == ["a", "b"]
+def test_a_group_whose_step_is_not_in_the_chain_is_appended():
+    delta = [Edit("instead", 1, 1, "zzz", "zzz", ("c",))]
+    assert [s for _, s in compose([(None, ["a", "b"]), (delta, [])])] == ["a", "b", "c"]
 
 
 _step = st.sampled_from(["look around", "wait", "activate stove", "move {A} to pot",
-                         "focus on {A}", "open freezer", "pick up pot"])
+                         "focus on {A}", "open freezer", "pick up pot", "examine {A}"])
 
 
-@given(st.lists(_step, min_size=1, max_size=8), st.lists(_step, max_size=8), st.data())
-def test_replacing_from_the_first_difference_gives_the_new_procedure(base, new, data):
-    k = next((i for i, (b, s) in enumerate(zip(base, new, strict=False)) if b != s),
-             min(len(base), len(new)))
-    if k >= len(base):
-        return  # the new procedure extends the base: that is an addition
-    where = replacement(replacement_line(k + 1, base[k]))
-    assert where is not None
-    assert [s for _, s in compose([(None, base), (where, new[k:])])] == new
+@given(st.lists(_step, min_size=1, max_size=9), st.lists(_step, min_size=1, max_size=9))
+def test_substitutions_and_insertions_compose_to_the_new_steps_less_what_it_left_out(base, new):
+    groups: list[str] = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, base, new, autojunk=False).get_opcodes():
+        if tag == "replace":
+            groups += edit_lines("instead", i1 + 1, i2, base[i1], base[i2 - 1], new[j1:j2])
+        elif tag == "insert" and i1:
+            groups += edit_lines("after", i1, i1, base[i1 - 1], base[i1 - 1], new[j1:j2])
+        elif tag == "insert":
+            groups += edit_lines("before", 1, 1, base[0], base[0], new[j1:j2])
+    got = [s for _, s in compose([(None, base), (edits(_delta(groups)), [])])]
+    # the new procedure, with the chain's steps it merely left out kept in their places
+    kept = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, base, new, autojunk=False).get_opcodes():
+        kept += base[i1:i2] if tag in ("equal", "delete") else new[j1:j2]
+    assert got == kept

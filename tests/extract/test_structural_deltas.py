@@ -1,4 +1,4 @@
-"""Residual skills that replace the chain's steps (``skill_deltas``, core.residual)."""
+"""Residual skills that edit the chain's steps (``skill_deltas``, core.residual)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deltamem import domains
-from deltamem.core.payload import ChainEntry, Payload
+from deltamem.core.payload import ChainEntry
 from deltamem.errors import ConfigError
 from deltamem.extract import StructuralExtractor
 from deltamem.extract.structural import chain_steps
 from deltamem.testing import make_episode
 
 SW = "scienceworld"
+EDITS = StructuralExtractor(skill_deltas="edits")
+ADDS = StructuralExtractor(skill_deltas="additions")
 
 
 def _episode(verb: str, substance: str, actions: list[str]):
@@ -25,24 +27,21 @@ def _episode(verb: str, substance: str, actions: list[str]):
                         scene="This room is called the kitchen.")
 
 
-MELT = _episode("melt", "ice", ["look around", "focus on ice", "move ice to metal pot",
+MELT = _episode("melt", "ice", ["teleport to kitchen", "focus on ice", "move ice to metal pot",
                                 "move metal pot to stove", "activate stove", "wait",
                                 "examine ice"])
-FREEZE = _episode("freeze", "water", ["look around", "focus on water",
-                                      "move water to metal pot", "move metal pot to freezer",
-                                      "wait", "examine water"])
-MELT_MORE = _episode("melt", "lead", ["look around", "focus on lead", "move lead to metal pot",
-                                      "move metal pot to stove", "activate stove", "wait",
-                                      "use thermometer on lead", "examine lead"])
+# started in the kitchen (no teleport) and froze: the pot goes to the freezer instead
+FREEZE = _episode("freeze", "water", ["focus on water", "move water to metal pot",
+                                      "move metal pot to freezer", "wait", "examine water"])
 
 
-def _steps(payload: Payload) -> list[str]:
-    return chain_steps([ChainEntry("ROOT", "SUCCESS", payload)])
+def _steps(ep) -> list[str]:
+    return chain_steps([ChainEntry("ROOT", "SUCCESS",
+                                   EDITS.extract("task_root_success", ep, [], SW))])
 
 
 def _chain(x: StructuralExtractor, *episodes):
-    root = x.extract("task_root_success", episodes[0], [], SW)
-    chain = [ChainEntry("ROOT", "SUCCESS", root)]
+    chain = [ChainEntry("ROOT", "SUCCESS", x.extract("task_root_success", episodes[0], [], SW))]
     for ep in episodes[1:]:
         delta = x.extract("task_residual_success", ep, chain, SW)
         assert delta is not None
@@ -50,70 +49,56 @@ def _chain(x: StructuralExtractor, *episodes):
     return chain
 
 
-def test_an_episode_that_left_out_a_chain_step_replaces_the_chain_from_there():
-    x = StructuralExtractor(skill_deltas="replace")
-    chain = _chain(x, MELT, FREEZE)
-    delta = chain[1].payload.procedure
-    assert delta.startswith('Replaces the base from step 4 ("move metal pot to stove") on:')
-    assert "activate stove" not in delta
-    # the chain composes to the freeze episode's own procedure, not melt's with additions
-    assert chain_steps(chain) == _steps(x.extract("task_root_success", FREEZE, [], SW))
+def test_steps_done_instead_of_the_chains_are_written_in_their_place():
+    chain = _chain(EDITS, MELT, FREEZE)
+    assert chain[1].payload.procedure.splitlines()[:3] == [
+        "Changes to the base steps:",
+        '- instead of steps 4-5 ("move metal pot to stove" to "activate stove"):',
+        "1. move metal pot to freezer"]
+    # the freeze procedure, with the step it merely left out (the teleport) kept
+    assert chain_steps(chain) == ["teleport to kitchen", *_steps(FREEZE)]
 
 
-def test_additions_keep_the_chains_steps_before_the_episodes():
-    chain = _chain(StructuralExtractor(skill_deltas="additions"), MELT, FREEZE)
+def test_additions_append_and_keep_the_chains_steps():
+    chain = _chain(ADDS, MELT, FREEZE)
     assert chain[1].payload.procedure.startswith("Extra steps not in the base:")
     assert "activate stove" in chain_steps(chain)  # what a freeze must not do
 
 
-def test_an_episode_that_extends_the_chain_writes_additions_either_way():
+def test_an_episode_that_only_adds_or_leaves_out_steps_writes_additions_either_way():
     longer = _episode("melt", "lead", [*(s.action.replace("ice", "lead") for s in MELT.steps),
                                        "use thermometer on lead"])
-    a = _chain(StructuralExtractor(skill_deltas="additions"), MELT, longer)
-    r = _chain(StructuralExtractor(skill_deltas="replace"), MELT, longer)
-    assert a[1].payload == r[1].payload
-    assert a[1].payload.procedure.startswith("Extra steps not in the base:")
-    same = StructuralExtractor(skill_deltas="replace").extract(
-        "task_residual_success", MELT, a[:1], SW)
-    assert same is None  # the chain covers the episode: skip
+    shorter = _episode("melt", "tin", [s.action.replace("ice", "tin") for s in MELT.steps[1:]])
+    for ep in (longer, shorter):
+        a = ADDS.extract("task_residual_success", ep, _chain(ADDS, MELT), SW)
+        e = EDITS.extract("task_residual_success", ep, _chain(EDITS, MELT), SW)
+        assert a == e
+    assert a is None  # the chain covers every step of the shorter episode: skip
 
 
-def test_a_step_inserted_before_the_chains_last_steps_is_written_in_place():
-    x = StructuralExtractor(skill_deltas="replace")
-    chain = _chain(x, MELT, MELT_MORE)
-    assert chain[1].payload.procedure.startswith('Replaces the base from step 7 ("examine {A}")')
-    assert chain_steps(chain) == _steps(x.extract("task_root_success", MELT_MORE, [], SW))
-    # additions append it after the chain's last step instead
-    added = _chain(StructuralExtractor(skill_deltas="additions"), MELT, MELT_MORE)
-    assert chain_steps(added)[-1] == "use thermometer on {A}"
+def test_edits_compose_through_a_deeper_chain():
+    again = _episode("freeze", "milk", ["focus on milk", "move milk to metal pot",
+                                        "move metal pot to freezer", "wait1",
+                                        "use thermometer on milk", "examine milk"])
+    chain = _chain(EDITS, MELT, FREEZE, again)
+    assert chain_steps(chain) == ["teleport to kitchen", *_steps(again)]
 
 
-def test_replacements_compose_through_a_deeper_chain():
-    x = StructuralExtractor(skill_deltas="replace")
-    freeze_more = _episode("freeze", "milk", ["look around", "focus on milk",
-                                              "move milk to metal pot",
-                                              "move metal pot to freezer", "wait",
-                                              "use thermometer on milk", "examine milk"])
-    chain = _chain(x, MELT, FREEZE, freeze_more)
-    assert chain_steps(chain) == _steps(x.extract("task_root_success", freeze_more, [], SW))
-
-
-def test_consolidating_a_replaced_chain_keeps_the_composed_steps():
-    x = StructuralExtractor(skill_deltas="replace")
-    chain = _chain(x, MELT, FREEZE)
-    merged = x.consolidate("task", chain, SW)
+def test_consolidating_an_edited_chain_keeps_the_composed_steps():
+    chain = _chain(EDITS, MELT, FREEZE)
+    merged = EDITS.consolidate("task", chain, SW)
     assert "activate stove" not in merged.procedure
-    assert "Replaces the base" not in merged.procedure
-    assert _steps(merged) == chain_steps(chain)
+    assert "Changes to the base" not in merged.procedure and "instead of" not in merged.procedure
+    assert chain_steps([ChainEntry("ROOT", "SUCCESS", merged)]) == chain_steps(chain)
 
 
 def test_skill_deltas_default_to_the_domains_setting(monkeypatch):
     monkeypatch.setitem(domains.DOMAINS, SW, replace(domains.DOMAINS[SW],
-                                                     skill_deltas="replace"))
-    chain = _chain(StructuralExtractor(), MELT, FREEZE)
-    assert chain[1].payload.procedure.startswith("Replaces the base")
-    chain = _chain(StructuralExtractor(skill_deltas="additions"), MELT, FREEZE)
-    assert chain[1].payload.procedure.startswith("Extra steps")  # its own setting wins
+                                                     skill_deltas="edits"))
+    assert _chain(StructuralExtractor(), MELT, FREEZE)[1].payload.procedure.startswith(
+        "Changes to the base steps:")
+    assert _chain(ADDS, MELT, FREEZE)[1].payload.procedure.startswith(
+        "Extra steps")  # the extractor's own setting wins
 
 
 _ACTIONS = st.lists(st.sampled_from(
@@ -123,25 +108,18 @@ _ACTIONS = st.lists(st.sampled_from(
 
 
 @settings(max_examples=60, deadline=None)
-@given(_ACTIONS, _ACTIONS, _ACTIONS)
-def test_with_replace_every_success_chain_composes_to_its_own_episode(a, b, c):
-    x = StructuralExtractor(skill_deltas="replace")
-    chain: list[ChainEntry] = []
-    for actions in (a, b, c):
-        ep = _episode("melt", "ice", actions)
-        own = _steps(x.extract("task_root_success", ep, [], SW))
-        if not chain:
-            chain.append(ChainEntry("ROOT", "SUCCESS", x.extract("task_root_success", ep, [],
-                                                                 SW)))
-        else:
-            delta = x.extract("task_residual_success", ep, chain, SW)
-            if delta is None:
-                assert chain_steps(chain) == own  # skipped: the chain is this procedure
-                continue
-            chain.append(ChainEntry("RESIDUAL", "SUCCESS", delta))
-        assert chain_steps(chain) == own
+@given(_ACTIONS, _ACTIONS)
+def test_an_edited_chain_holds_every_step_of_the_episode_in_its_order(a, b):
+    chain = _chain(EDITS, _episode("melt", "ice", a))
+    delta = EDITS.extract("task_residual_success", _episode("melt", "ice", b), chain, SW)
+    if delta is None or not delta.procedure.startswith("Changes"):
+        return  # additions or skip: the paper's rule, tested above
+    got = chain_steps([*chain, ChainEntry("RESIDUAL", "SUCCESS", delta)])
+    own = _steps(_episode("melt", "ice", b))
+    it = iter(got)
+    assert all(step in it for step in own)  # the episode's steps, in order, as a subsequence
 
 
 def test_unknown_skill_deltas_are_refused():
     with pytest.raises(ConfigError, match="skill_deltas"):
-        StructuralExtractor(skill_deltas="rewrite")
+        StructuralExtractor(skill_deltas="replace")

@@ -77,7 +77,7 @@ def test_a_new_threshold_is_used_and_named_but_not_stored(bank):
     ({"env_trigger": "scene"}, "env_trigger='places'"),
     ({"d_max": 5}, "d_max=4"),
     ({"skill_words": "literal"}, "skill_words='slots'"),
-    ({"skill_deltas": "replace"}, "skill_deltas='additions'"),
+    ({"skill_deltas": "edits"}, "skill_deltas='additions'"),
 ])
 def test_an_override_that_reorganises_the_bank_is_refused(bank, override, says):
     with pytest.raises(ConfigError, match=says) as err:
@@ -146,16 +146,16 @@ def test_a_bank_written_before_skill_words_reopens_with_slots_and_says_so(tmp_pa
 
 def test_skill_deltas_are_stored_with_their_source_and_used_by_the_default_extractor(tmp_path):
     path = tmp_path / "rep.db"
-    mem = DeltaMem.open(path, embedder=H, domain="alfworld", skill_deltas="replace")
+    mem = DeltaMem.open(path, embedder=H, domain="alfworld", skill_deltas="edits")
     try:
         assert mem.config.skill_deltas_source == "set by the user"
-        assert mem.extractor.skill_deltas == "replace"
+        assert mem.extractor.skill_deltas == "edits"
     finally:
         mem.close()
     again = DeltaMem.open(path, embedder=H)  # reopened without it: the stored setting
     try:
-        assert again.config.skill_deltas == "replace"
-        assert again.extractor.skill_deltas == "replace"
+        assert again.config.skill_deltas == "edits"
+        assert again.extractor.skill_deltas == "edits"
     finally:
         again.close()
 
@@ -180,8 +180,8 @@ def test_the_registry_gives_the_bank_an_extractor_with_its_own_settings():
     from deltamem.memories import make_memory
 
     mem = make_memory("deltamem", embedder=H, domain="alfworld", extractor="structural",
-                      options={"skill_words": "literal", "skill_deltas": "replace"})
+                      options={"skill_words": "literal", "skill_deltas": "edits"})
     try:
-        assert (mem.extractor.skill_words, mem.extractor.skill_deltas) == ("literal", "replace")
+        assert (mem.extractor.skill_words, mem.extractor.skill_deltas) == ("literal", "edits")
     finally:
         mem.close()

@@ -60,8 +60,8 @@ the admissible actions and the steps taken so far.
    items, not as one text: each item that starts a procedure is followed on its own,
    in the order of its system's own score (the prompt order when there is none); a
    ``delta`` item belongs to the chain of the item before it (DeltaMem's root-to-match
-   chain, Eq. 7, is one procedure: a delta that replaces the chain's steps from step N
-   cuts them there, :mod:`deltamem.core.residual`), and ``warning`` items are never
+   chain, Eq. 7, is one procedure: a delta that edits the chain's steps puts its own
+   in their place, :mod:`deltamem.core.residual`), and ``warning`` items are never
    followed (they reach the prompt as text, like insights and lessons that hold no
    steps). The
    guide follows the best procedure whose next step some admissible action realises
@@ -84,7 +84,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from itertools import pairwise
 
-from deltamem.core.residual import cut_at, replacement
+from deltamem.core.residual import compose, edits
 from deltamem.core.triggers import goal_entities
 from deltamem.types import Recall
 
@@ -520,17 +520,14 @@ class Guide:
         chain = self.bindings(recalled_verbs, text)
         if len(parts) == 1:
             return [self._examples(_fill(s, chain), text) for s in raws[0]]
-        out: list[str] = []
-        raw_out: list[str] = []
-        for part, raw in zip(parts, raws, strict=True):
-            where = replacement(part)
-            if where is not None and raw_out:  # a delta that replaces the chain's steps
-                cut = cut_at(raw_out, where)
-                out, raw_out = out[:cut], raw_out[:cut]
-            own = goal_bindings(part, self.goal, recalled_verbs, self.compounds)
-            out.extend(self._examples(_fill(s, {**chain, **own}), text) for s in raw)
-            raw_out.extend(raw)
-        return out
+        groups = [edits(part) if n else None for n, part in enumerate(parts)]
+        for g in groups:  # an edits delta's steps are read as any other step line is
+            for n, e in enumerate(g or ()):
+                g[n] = e._replace(steps=tuple(
+                    x for s in e.steps for x in recalled_steps(f"1. {s}", recalled_verbs)))
+        own = [goal_bindings(part, self.goal, recalled_verbs, self.compounds) for part in parts]
+        return [self._examples(_fill(s, {**chain, **own[n]}), text)
+                for n, s in compose(list(zip(groups, raws, strict=True)))]
 
     def _examples(self, step: str, text: str) -> str:
         """``step`` with a placeholder the goal left unbound filled by its recorded example

@@ -1,90 +1,152 @@
-"""How a skill chain's steps compose when a residual replaces steps (§3.2, Eq. 7).
+"""How a skill chain's steps compose when a residual edits them (§3.2, Eq. 7).
 
 A residual node stores "the incremental modification relative to its parent chain"
-(§3.2), and retrieval "reconstruct[s] the full experience via root-to-match chain
+(§3.2), and retrieval reconstructs "the full experience via root-to-match chain
 composition" (Eq. 7). The structural extractor writes a residual skill in one of two forms
 (:attr:`deltamem.domains.DomainPreset.skill_deltas`):
 
-* **additions**: "Extra steps not in the base:" and the steps the chain lacks; the chain's
-  procedure is the base's steps, then each delta's, in order (the form for an episode that
-  did everything the chain does, and more);
-* **replace**: a first line ``Replaces the base from step N ("<step>") on:`` and then the
-  episode's steps from that point: the chain's procedure keeps its steps before step N and
-  continues with the delta's. Written when the episode left out a step of the chain (a
-  freeze experiment filed under a melt skill must not inherit "activate stove"), so the
-  composed chain of a success node is the procedure of the episode that wrote it.
+* **additions** (the paper's "additions such as extra steps"): "Extra steps not in the
+  base:" and the steps the chain lacks; the chain's procedure is the base's steps, then
+  each delta's, in order;
+* **edits**, written only when the episode did *something else* where the chain has steps
+  (a freeze experiment filed under a melt skill moved the pot to the freezer where melt
+  moved it to the stove): under "Changes to the base steps:", groups of the episode's steps
+  that stand ``instead of`` a run of the chain's steps, or go ``after`` / ``before`` one of
+  them, each group's first line naming the chain's steps by number and text::
 
-Step N counts the steps of the composed parent chain, as :func:`compose` returns them.
-A reader whose step list differs from the writer's (the agent's guide keeps only the
-lines that look like actions) finds the quoted step by its text instead; when the step is
-not there at all, the delta's steps are appended, as an addition would be.
+      - instead of steps 4-5 ("move metal pot to stove" to "activate stove"):
+      1. move metal pot to freezer
+      - after step 7 ("examine {A}"):
+      2. use thermometer on {A}
+
+  A chain step the episode merely left out stays: the episode may not have needed it only
+  because of where it started (a demonstration that began outside never teleported there).
+
+Step numbers count the steps of the composed parent chain, as :func:`compose` returns
+them. A reader whose step list differs from the writer's finds a named step by its text
+instead; a group whose steps cannot be found is appended, as additions would be.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from typing import NamedTuple, TypeVar
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
 
-__all__ = ["Replacement", "compose", "cut_at", "replacement", "replacement_line"]
+__all__ = ["EDITS_HEADER", "Edit", "compose", "edit_lines", "edits", "is_edit_line", "locate"]
 
-T = TypeVar("T")
+EDITS_HEADER = "Changes to the base steps:"
 
-_LINE = re.compile(r'^\s*(?:procedure:\s*)?replaces the base from step (\d+) \("(.*)"\) on:\s*$',
-                   re.IGNORECASE | re.MULTILINE)
+Kind = Literal["instead", "after", "before"]
 
-
-class Replacement(NamedTuple):
-    """Where a replacing delta starts: step ``number`` (1-based) of the composed parent
-    chain, whose text is ``step``."""
-
-    number: int
-    step: str
+_GROUP = re.compile(
+    r'^\s*-\s*(instead of|after|before) steps? (\d+)(?:-(\d+))? \("(.*?)"(?: to "(.*)")?\):\s*$',
+    re.IGNORECASE)
+_STEP = re.compile(r"^\s*\d+\.\s*(.*\S)\s*$")
 
 
-def replacement_line(number: int, step: str) -> str:
-    """The first line of a replacing delta's procedure."""
-    if number < 1:
-        raise ValueError(f"steps are numbered from 1, got {number}")
-    return f'Replaces the base from step {number} ("{" ".join(step.split())}") on:'
+class Edit(NamedTuple):
+    """One group of an edits delta: ``steps`` stand instead of the chain's steps
+    ``first``..``last`` (1-based, texts ``first_step``/``last_step``), or go after / before
+    step ``first``."""
 
-
-def replacement(text: str) -> Replacement | None:
-    """The replacement a delta's text announces, or ``None`` (an additions delta, or any
-    other text)."""
-    m = _LINE.search(text)
-    if m is None:
-        return None
-    return Replacement(int(m.group(1)), _norm(m.group(2)))
+    kind: Kind
+    first: int
+    last: int
+    first_step: str
+    last_step: str
+    steps: tuple[str, ...]
 
 
 def _norm(step: str) -> str:
     return " ".join(step.lower().split()).rstrip(".").strip()
 
 
-def cut_at(steps: Sequence[str], where: Replacement) -> int:
-    """The index of ``steps`` from which a delta announcing ``where`` replaces them: step
-    ``number`` when its text is the quoted one, else the first step of that text, else
-    ``len(steps)`` (nothing is replaced: the delta's steps follow, as additions)."""
-    i = where.number - 1
+def edit_lines(kind: Kind, first: int, last: int, first_step: str, last_step: str,
+               steps: Sequence[str], start: int = 1) -> list[str]:
+    """The lines of one group (its steps numbered from ``start``)."""
+    if first < 1 or last < first:
+        raise ValueError(f"steps are numbered from 1, first ≤ last; got {first}-{last}")
+    one = " ".join(first_step.split())
+    if kind == "instead" and last > first:
+        head = f'- instead of steps {first}-{last} ("{one}" to "{" ".join(last_step.split())}"):'
+    else:
+        head = f'- {"instead of" if kind == "instead" else kind} step {first} ("{one}"):'
+    return [head, *(f"{n}. {s}" for n, s in enumerate(steps, start))]
+
+
+def is_edit_line(line: str) -> bool:
+    """Whether ``line`` is the header of an edits delta or of one of its groups."""
+    return EDITS_HEADER.lower() in line.lower() or _GROUP.match(line) is not None
+
+
+def edits(text: str) -> list[Edit] | None:
+    """The groups of an edits delta, or ``None`` when ``text`` is not one (no
+    :data:`EDITS_HEADER`)."""
+    lines = text.splitlines()
+    at = next((i for i, line in enumerate(lines) if EDITS_HEADER.lower() in line.lower()), None)
+    if at is None:
+        return None
+    out: list[Edit] = []
+    for line in lines[at + 1:]:
+        m = _GROUP.match(line)
+        if m:
+            kind = "instead" if m.group(1).lower() == "instead of" else m.group(1).lower()
+            first = int(m.group(2))
+            last = int(m.group(3) or first)
+            out.append(Edit(kind, first, last, _norm(m.group(4)),  # type: ignore[arg-type]
+                            _norm(m.group(5) or m.group(4)), ()))
+            continue
+        s = _STEP.match(line)
+        if s and out:
+            out[-1] = out[-1]._replace(steps=(*out[-1].steps, s.group(1)))
+    return out
+
+
+def locate(steps: Sequence[str], number: int, text: str, start: int = 0) -> int | None:
+    """The index in ``steps`` of step ``number`` (1-based) when its text is ``text``, else
+    of the first step of that text at or after ``start``; ``None`` when there is none."""
     norm = [_norm(s) for s in steps]
-    target = _norm(where.step)
-    if 0 <= i < len(norm) and norm[i] == target:
+    target = _norm(text)
+    i = number - 1
+    if start <= i < len(norm) and norm[i] == target:
         return i
     try:
-        return norm.index(target)
+        return norm.index(target, start)
     except ValueError:
-        return len(norm)
+        return None
 
 
-def compose(parts: Sequence[tuple[Replacement | None, Sequence[T]]],
-            text: Callable[[T], str] = str) -> list[tuple[int, T]]:
-    """Eq. 7 on step lists: ``parts`` holds, root first, each chain item's replacement
-    (``None`` for a root or an additions delta) and its steps; returns the chain's steps as
-    ``(part index, step)`` pairs. ``text`` gives a step's text (the steps may carry more)."""
-    out: list[tuple[int, T]] = []
-    for n, (where, steps) in enumerate(parts):
-        if where is not None and n > 0:
-            out = out[:cut_at([text(s) for _, s in out], where)]
-        out.extend((n, s) for s in steps)
+def compose(parts: Sequence[tuple[Sequence[Edit] | None, Sequence[str]]]
+            ) -> list[tuple[int, str]]:
+    """Eq. 7 on step lists: ``parts`` holds, root first, each chain item's edits (``None``
+    for a root or an additions delta, whose steps follow the chain's) and its steps;
+    returns the chain's steps as ``(part index, step)`` pairs."""
+    out: list[tuple[int, str]] = []
+    for n, (groups, steps) in enumerate(parts):
+        if groups is None or n == 0:
+            out.extend((n, s) for s in steps)
+            continue
+        texts = [s for _, s in out]
+        new: list[tuple[int, str]] = []
+        tail: list[tuple[int, str]] = []
+        i = 0  # the next chain step not yet copied
+        for g in groups:
+            mine = [(n, s) for s in g.steps]
+            lo = locate(texts, g.first, g.first_step, i)
+            if lo is None:
+                tail.extend(mine)
+                continue
+            if g.kind == "instead":
+                hi = locate(texts, g.last, g.last_step, lo)
+                end = lo + 1 if hi is None else hi + 1
+                new.extend(out[i:lo])
+                new.extend(mine)
+                i = end
+            else:
+                at = lo + 1 if g.kind == "after" else lo
+                new.extend(out[i:at])
+                new.extend(mine)
+                i = at
+        out = [*new, *out[i:], *tail]
     return out

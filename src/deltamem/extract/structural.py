@@ -5,11 +5,10 @@ It follows the paper's extraction rules (§3.4) with plain text processing:
 * task roots abstract the episode: instance numbers are dropped ("cabinet 3" →
   "cabinet") and goal entities become placeholders ({A}, {B}, ...);
 * residual successes keep only the abstract steps the retrieved chain does not
-  already contain, and answer *skip* when there are none; with ``skill_deltas="replace"``
-  (:attr:`deltamem.domains.DomainPreset.skill_deltas`) an episode that left out a step
-  of the chain writes instead the chain's step from which it differs and its own steps
-  from there (:mod:`deltamem.core.residual`: the chain then composes to this episode's
-  procedure);
+  already contain, and answer *skip* when there are none; with ``skill_deltas="edits"``
+  (:attr:`deltamem.domains.DomainPreset.skill_deltas`) an episode that did something
+  else where the chain has steps writes which of the chain's steps its own stand instead
+  of, and where its other new steps go (:mod:`deltamem.core.residual`);
 * failure records list the failed actions with the environment's answers
   ([FAILED]) and admissible actions never tried ([UNEXPLORED]); a residual
   failure skips when the chain already records exactly those failures;
@@ -47,9 +46,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from difflib import SequenceMatcher
 
 from deltamem.core.payload import ChainEntry, Payload, TreeName
-from deltamem.core.residual import compose, replacement, replacement_line
+from deltamem.core.residual import EDITS_HEADER, compose, edit_lines, edits, is_edit_line
 from deltamem.domains import get_domain
 from deltamem.errors import ConfigError
 from deltamem.extract.base import Role
@@ -191,12 +191,35 @@ def chain_steps(chain: Sequence[ChainEntry]) -> list[str]:
     """The numbered steps of a skill chain's successes, composed (Eq. 7,
     :func:`deltamem.core.residual.compose`); failure records hold no steps."""
     parts = [
-        (replacement(e.payload.procedure),
+        (edits(e.payload.procedure),
          [_STEP_NO.sub("", line).strip() for line in e.payload.procedure.splitlines()
           if _STEP_NO.match(line)])
         for e in chain if e.label == "SUCCESS"
     ]
     return [s for _, s in compose(parts)]
+
+
+def _edit_groups(base: Sequence[str], steps: Sequence[str]) -> list[str] | None:
+    """The lines of an edits delta turning the chain's ``base`` steps into ``steps``
+    (:mod:`deltamem.core.residual`), or ``None`` when the episode only added steps or left
+    some out (then additions say it, as the paper's residual prompt asks)."""
+    ops = SequenceMatcher(None, [b.lower() for b in base], [s.lower() for s in steps],
+                          autojunk=False).get_opcodes()
+    if not any(tag == "replace" for tag, *_ in ops):
+        return None
+    lines: list[str] = []
+    n = 1
+    for tag, i1, i2, j1, j2 in ops:
+        if tag == "replace":
+            lines += edit_lines("instead", i1 + 1, i2, base[i1], base[i2 - 1], steps[j1:j2], n)
+        elif tag == "insert" and i1 > 0:
+            lines += edit_lines("after", i1, i1, base[i1 - 1], base[i1 - 1], steps[j1:j2], n)
+        elif tag == "insert":
+            lines += edit_lines("before", 1, 1, base[0], base[0], steps[j1:j2], n)
+        else:
+            continue
+        n += j2 - j1
+    return lines
 
 
 def _chain_lines(chain: Sequence[ChainEntry]) -> set[str]:
@@ -321,10 +344,10 @@ class StructuralExtractor:
             dropped: for a domain whose goals are paraphrased, so a slot could not be
             bound back), or ``None`` (default): the domain's setting
             (:attr:`deltamem.domains.DomainPreset.skill_words`).
-        skill_deltas: what a residual success writes when its episode left out a step of
-            the retrieved chain: ``"additions"`` (only the steps the chain lacks, the
-            chain's steps kept), ``"replace"`` (the chain's steps from the first one that
-            differs are replaced by the episode's, :mod:`deltamem.core.residual`), or
+        skill_deltas: what a residual success writes when its episode did something else
+            where the retrieved chain has steps: ``"additions"`` (only the steps the chain
+            lacks, appended), ``"edits"`` (the episode's steps that stand instead of the
+            chain's, and where its other new steps go, :mod:`deltamem.core.residual`), or
             ``None`` (default): the domain's setting
             (:attr:`deltamem.domains.DomainPreset.skill_deltas`).
     """
@@ -335,9 +358,9 @@ class StructuralExtractor:
                  ) -> None:
         if skill_words not in (None, "slots", "literal"):
             raise ConfigError(f"skill_words must be 'slots' or 'literal', got {skill_words!r}")
-        if skill_deltas not in (None, "additions", "replace"):
+        if skill_deltas not in (None, "additions", "edits"):
             raise ConfigError(
-                f"skill_deltas must be 'additions' or 'replace', got {skill_deltas!r}")
+                f"skill_deltas must be 'additions' or 'edits', got {skill_deltas!r}")
         self.skill_words = skill_words
         self.skill_deltas = skill_deltas
 
@@ -347,11 +370,11 @@ class StructuralExtractor:
         preset = get_domain(domain)
         sw = domain == "scienceworld"
         literal = (self.skill_words or preset.skill_words) == "literal"
-        replace = (self.skill_deltas or preset.skill_deltas) == "replace"
+        edit = (self.skill_deltas or preset.skill_deltas) == "edits"
         if role == "task_root_success":
             return self._skill(episode, chain=(), sw=sw, literal=literal)
         if role == "task_residual_success":
-            return self._skill(episode, chain=chain, sw=sw, literal=literal, replace=replace)
+            return self._skill(episode, chain=chain, sw=sw, literal=literal, edit=edit)
         if role == "task_root_failure":
             return self._failure(episode, chain=())
         if role == "task_residual_failure":
@@ -364,7 +387,7 @@ class StructuralExtractor:
 
     # -- task tree -----------------------------------------------------------
     def _skill(self, ep: Episode, chain: Sequence[ChainEntry], sw: bool = False,
-               literal: bool = False, replace: bool = False) -> Payload | None:
+               literal: bool = False, edit: bool = False) -> Payload | None:
         if sw:
             valid = [s.action for s in ep.steps if not _sw_noop(s)]
             ph = _Placeholders(ep.task.goal, () if literal else valid, fixed=_SW_TEMPLATE_WORDS)
@@ -385,27 +408,15 @@ class StructuralExtractor:
         where = [ph.apply(f) for f in _sw_item_rooms(ep)] if sw else []
         if chain:
             known = _chain_lines(chain)
-            new = [s for s in steps if s.lower() not in known]
-            base = [b.lower() for b in chain_steps(chain)] if replace else []
-            if base and base + [s.lower() for s in new] != [s.lower() for s in steps]:
-                # additions would not give this episode's procedure (it left out, reordered
-                # or inserted steps): replace the chain's steps from the first difference
-                k = next((i for i, (b, s) in enumerate(zip(base, steps, strict=False))
-                          if b != s.lower()), min(len(base), len(steps)))
-                if k == len(base):  # the episode extends the chain, repeating some steps
-                    return Payload(
-                        _clip(f"Variant of the base skill: {goal}", MAX_ACTIVATION),
-                        _clip("Extra steps not in the base:\n" + _numbered(steps[k:])
-                              + _where(where, known), MAX_PROCEDURE),
-                        termination,
-                    )
+            groups = _edit_groups(chain_steps(chain), steps) if edit else None
+            if groups:  # the episode did something else where the chain has steps
                 return Payload(
                     _clip(f"Variant of the base skill: {goal}", MAX_ACTIVATION),
-                    _clip(replacement_line(k + 1, chain_steps(chain)[k]) + "\n"
-                          + (_numbered(steps[k:]) or "(no further steps)")
-                          + _where(where, known), MAX_PROCEDURE),
+                    _clip(EDITS_HEADER + "\n" + "\n".join(groups) + _where(where, known),
+                          MAX_PROCEDURE),
                     termination,
                 )
+            new = [s for s in steps if s.lower() not in known]
             if not new:
                 return None  # the chain already covers every step: skip
             return Payload(
@@ -520,8 +531,8 @@ class StructuralExtractor:
         seen: set[str] = set()
         lines: list[str] = []
         step = 0
-        if any(replacement(e.payload.procedure) for e in chain):
-            # a delta replaced steps: the consolidated skill holds the composed steps, then
+        if any(edits(e.payload.procedure) is not None for e in chain):
+            # a delta edited steps: the consolidated skill holds the composed steps, then
             # the chain's other lines (where things were, warnings) once each
             for step, line in enumerate(chain_steps(chain), 1):
                 seen.add(line.lower())
@@ -529,7 +540,7 @@ class StructuralExtractor:
             chain = [ChainEntry(e.kind, e.label, Payload(
                 e.payload.activation,
                 "\n".join(line for line in e.payload.procedure.splitlines()
-                          if not _STEP_NO.match(line) and not replacement(line)),
+                          if not _STEP_NO.match(line) and not is_edit_line(line)),
                 e.payload.termination)) for e in chain]
         for e in chain:
             for line in e.payload.procedure.splitlines():

@@ -108,9 +108,10 @@ class DeltaMemConfig(BaseModel):
             with the bank with where it came from (``skill_words_source``); a bank written
             before this setting existed reopens with ``slots``.
         skill_deltas: what the default (structural) extractor writes for a residual skill
-            whose episode left out a step of the retrieved chain: ``additions`` (the steps
-            the chain lacks) or ``replace`` (the chain's steps from the first that differs,
-            replaced: :mod:`deltamem.core.residual`); ``None``: the domain's setting
+            whose episode did something else where the retrieved chain has steps:
+            ``additions`` (the steps the chain lacks, appended) or ``edits`` (its steps
+            that stand instead of the chain's, in place: :mod:`deltamem.core.residual`);
+            ``None``: the domain's setting
             (:attr:`deltamem.domains.DomainPreset.skill_deltas`). Stored with the bank with
             where it came from (``skill_deltas_source``); a bank written before this
             setting existed reopens with ``additions``.
@@ -176,7 +177,7 @@ class DeltaMemConfig(BaseModel):
     tau_source: dict[str, str] = Field(default_factory=dict)
     skill_words: Literal["slots", "literal"] | None = None
     skill_words_source: str = ""
-    skill_deltas: Literal["additions", "replace"] | None = None
+    skill_deltas: Literal["additions", "edits"] | None = None
     skill_deltas_source: str = ""
     k_cons: int | None = Field(default=None, ge=1)
     consolidation: bool = True
