@@ -185,3 +185,12 @@ def test_the_registry_gives_the_bank_an_extractor_with_its_own_settings():
         assert (mem.extractor.skill_words, mem.extractor.skill_deltas) == ("literal", "edits")
     finally:
         mem.close()
+
+
+def test_a_scienceworld_bank_names_where_its_residual_form_came_from(tmp_path):
+    mem = DeltaMem.open(tmp_path / "sw.db", embedder=H, domain="scienceworld")
+    try:
+        assert mem.config.skill_deltas == "additions"
+        assert "measured against edits" in mem.config.skill_deltas_source
+    finally:
+        mem.close()
