@@ -63,9 +63,8 @@ the admissible actions and the steps taken so far.
    chain, Eq. 7, is one procedure: a delta that edits the chain's steps puts its own
    in their place, :mod:`deltamem.core.residual`), and ``warning`` items are never
    followed (they reach the prompt as text, like insights and lessons that hold no
-   steps). The
-   guide follows the best procedure whose next step some admissible action realises
-   (rules 3--5) and falls back to the next one when it cannot be realised here. A
+   steps). The guide follows the best procedure whose next step some admissible action
+   realises (rules 3--5) and falls back to the next one when it cannot be realised here. A
    recall without items is one procedure: its text. Knowledge lines (rule 5) are
    read from the whole recall.
 

@@ -280,8 +280,8 @@ def _make_config(
 BANK_LAYOUT: tuple[str, ...] = ("domain", "task_trigger", "env_trigger", "d_max",
                                 "skill_words", "skill_deltas")
 """Settings fixed when a bank is created: they decide how its nodes are organised (the
-domain's extraction rules, how skills write the goal's words, the texts each tree embeds,
-the depth bound of Eq. 5)."""
+domain's extraction rules, how skills write the goal's words and what their residuals
+record, the texts each tree embeds, the depth bound of Eq. 5)."""
 
 
 def _reopen_settings(
