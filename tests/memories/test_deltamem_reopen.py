@@ -128,14 +128,20 @@ def test_a_bank_takes_its_domains_skill_words_and_names_where_they_came_from(tmp
         mem.close()
 
 
-def test_a_bank_written_before_skill_words_reopens_with_slots_and_says_so(tmp_path):
-    path = tmp_path / "old.db"
-    DeltaMem.open(path, embedder=H, domain="textworld").close()  # textworld: literal now
+def _forget(path, *keys: str) -> None:
+    """Remove ``keys`` from a bank's stored configuration, as an older version wrote it."""
     with sqlite3.connect(path) as con:
         (raw,) = con.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
         cfg = json.loads(raw)
-        del cfg["skill_words"], cfg["skill_words_source"]
+        for key in keys:
+            del cfg[key]
         con.execute("UPDATE meta SET value = ? WHERE key = 'config'", (json.dumps(cfg),))
+
+
+def test_a_bank_written_before_skill_words_reopens_with_slots_and_says_so(tmp_path):
+    path = tmp_path / "old.db"
+    DeltaMem.open(path, embedder=H, domain="textworld").close()  # textworld: literal now
+    _forget(path, "skill_words", "skill_words_source")
     again = DeltaMem.open(path, embedder=H)
     try:
         assert again.config.skill_words == "slots"
@@ -163,11 +169,7 @@ def test_skill_deltas_are_stored_with_their_source_and_used_by_the_default_extra
 def test_a_bank_written_before_skill_deltas_reopens_with_additions_and_says_so(tmp_path):
     path = tmp_path / "old.db"
     DeltaMem.open(path, embedder=H, domain="alfworld").close()
-    with sqlite3.connect(path) as con:
-        (raw,) = con.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
-        cfg = json.loads(raw)
-        del cfg["skill_deltas"], cfg["skill_deltas_source"]
-        con.execute("UPDATE meta SET value = ? WHERE key = 'config'", (json.dumps(cfg),))
+    _forget(path, "skill_deltas", "skill_deltas_source")
     again = DeltaMem.open(path, embedder=H)
     try:
         assert again.config.skill_deltas == "additions"
