@@ -30,6 +30,10 @@ the admissible actions and the steps taken so far.
    Advice looks ahead too: a later step about the goal realisable right here is
    advised (the recalled game needed a step this one does not), unless it is a
    move ("go ..."), which is admissible from anywhere and so proves nothing.
+   A step that picks up a thing already held is done: nothing admissible realises
+   "pick up metal pot" and the environment offers "put down metal pot" (the recalled
+   game picked it up later than this one did; without this the pointer waits on a
+   step that can never be taken here).
 4. **Realising a step** (:func:`realises`). An admissible action realises a step
    *exactly* when both read the same with instance numbers dropped ("go to
    microwave" ~ "go to microwave 1"); *loosely* when they share the verb and every
@@ -585,6 +589,8 @@ class Guide:
                       taken: Sequence[str]) -> Advice:
         """Rules 3--5 for one procedure's filled ``steps``."""
         k = self._progress(steps, taken)
+        while k < len(steps) and self._held(steps[k], admissible):
+            k += 1  # "pick up X" with X already held: done (rule 3)
         if k >= len(steps):
             return Advice(None)
         done = {" ".join(a.lower().split()) for a in taken}
@@ -715,6 +721,17 @@ class Guide:
                     reached[k] = n
                     break
         return k, reached
+
+    def _held(self, step: str, admissible: Sequence[str]) -> bool:
+        """Whether ``step`` picks up a thing the agent already holds: nothing admissible
+        realises it and the environment offers to put that thing down."""
+        words = abstract_action(step).replace(_INVENTORY, "").split()
+        if words[:2] != ["pick", "up"] or len(words) < 3:
+            return False
+        if any(realises(a, step, self.goal_words) for a in admissible):
+            return False
+        down = "put down " + " ".join(words[2:])
+        return any(abstract_action(a) == down for a in admissible)
 
     def _realisations(self, step: str, admissible: Sequence[str]) -> tuple[list[str], list[str]]:
         exact: list[str] = []
