@@ -151,6 +151,21 @@ def test_attachment_at_d_max_becomes_sibling():
     assert [n.depth for n in deep.nodes("task")] == [1, 2, 3, 4]
 
 
+def test_a_sibling_at_d_max_writes_its_delta_against_the_chain_it_hangs_under():
+    # v* (g1's node) is at D_max = 2, so g2's node hangs under the root beside it: its
+    # delta must hold what it shares with v* too, or its own chain (root, g2) loses it
+    mem = mem_with(ladder(3), d_max=2, use_env_tree=False)
+    mem.learn(make_episode("g0", episode_id="e0"))
+    mem.learn(make_episode("g1", actions=_variant_steps(1), episode_id="e1"))
+    extra = (*_variant_steps(1), ("open drawer 7", "The drawer 7 is open."))
+    ch = mem.learn(make_episode("g2", actions=extra, episode_id="e2"))
+    (written,) = ch.written
+    assert "sibling" in written.reason
+    r = mem.recall(Task(id="q", goal="g2", domain="alfworld"))
+    assert r.details["task"]["node_id"] == written.id
+    assert "tool1" in r.text and "drawer" in r.text
+
+
 def test_recall_chain_runs_root_to_match():
     mem = mem_with(ladder(4), use_env_tree=False)
     mem.learn(make_episode("g0", episode_id="e0"))

@@ -820,7 +820,12 @@ class DeltaMem(Memory):
             ))
             anchor = score = None
         warm = anchor is not None
-        chain = [n.entry() for n in tree.chain(anchor)] if anchor is not None else []
+        # the delta is written against the chain it will hang under (§3.2: "relative to its
+        # parent chain"): v*'s own, or parent(v*)'s when v* is at D_max and the new node
+        # becomes its sibling (Eq. 5) -- against v*'s chain it would leave out what v* adds,
+        # which the sibling's recalled chain (Eq. 7) does not hold
+        parent, depth = tree.attachment(anchor, cfg.d_max)
+        chain = [n.entry() for n in tree.chain(parent)] if parent is not None else []
         role = role_for(tree_name, warm, episode.success)
         score_txt = "empty tree" if score is None else f"best score {score:.3f}"
         try:
@@ -834,7 +839,6 @@ class DeltaMem(Memory):
                     "skipped", tree_name, f"{role}: the retrieved chain already covers this episode"
                 ))
         if payload is not None:
-            parent, depth = tree.attachment(anchor, cfg.d_max)
             node = Node(
                 id=new_id(),
                 tree=tree_name,
