@@ -65,7 +65,9 @@ class Extractor(Protocol):
     * ``extract(role, episode, chain, domain)`` returns a :class:`Payload`, or
       ``None`` for *skip* (only allowed for the residual roles in
       :data:`SKIPPABLE`; the chain already covers the episode). ``chain`` is the
-      retrieved root→match chain of the tree being written (empty for roots).
+      root→parent chain the new node will hang under in the tree being written: the
+      retrieved root→match chain, or root→parent(match) when the match is at D_max and
+      the node becomes its sibling (Eq. 5); empty for roots.
     * ``consolidate(tree, chain, domain)`` fuses a root→v chain into one
       self-contained payload (Eq. 8).
     * Both raise :class:`~deltamem.errors.ExtractionError` when no valid output

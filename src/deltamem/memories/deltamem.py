@@ -836,7 +836,8 @@ class DeltaMem(Memory):
         else:
             if payload is None:
                 plan.changes.append(Change(
-                    "skipped", tree_name, f"{role}: the retrieved chain already covers this episode"
+                    "skipped", tree_name,
+                    f"{role}: the chain it would extend already covers this episode",
                 ))
         if payload is not None:
             node = Node(
