@@ -725,12 +725,12 @@ class Guide:
     def _held(self, step: str, admissible: Sequence[str]) -> bool:
         """Whether ``step`` picks up a thing the agent already holds: nothing admissible
         realises it and the environment offers to put that thing down."""
-        words = abstract_action(step).replace(_INVENTORY, "").split()
-        if words[:2] != ["pick", "up"] or len(words) < 3:
+        verb, thing = _head(abstract_action(step).replace(_INVENTORY, "").split())
+        if verb != ["pick", "up"] or not thing:
             return False
         if any(realises(a, step, self.goal_words) for a in admissible):
             return False
-        down = "put down " + " ".join(words[2:])
+        down = "put down " + " ".join(thing)
         return any(abstract_action(a) == down for a in admissible)
 
     def _realisations(self, step: str, admissible: Sequence[str]) -> tuple[list[str], list[str]]:
