@@ -601,3 +601,47 @@ def test_a_pick_up_of_a_thing_already_held_is_done() -> None:
     assert g.advise(free, taken, free).actions == ("pick up metal pot",)
     other = ["put down lighter", "move metal pot to stove", "teleport to hallway"]
     assert g.advise(other, taken, other).actions != ("move metal pot to stove",)
+
+
+def test_a_part_is_named_either_way_and_a_stand_in_keeps_its_role() -> None:
+    from deltamem.agents.guide import part_names
+
+    assert part_names("connect anode in battery to terminal in yellow wire") == (
+        "connect battery anode to yellow wire terminal")
+    assert part_names("pour cup containing red paint in art studio into jug") == (
+        "pour cup containing red paint in art studio into jug")  # not a bare part
+    goal = ("Your task is to turn on the electric motor. First, focus on the electric motor. "
+            "Then, create an electrical circuit that powers it on.")
+    recall = ("Tasks of the form: Your task is to turn on the {A} {B} {C}. First, focus on the "
+              "{A} {B} {C}. Then, create an electrical circuit that powers it on.\n"
+              "1. focus on {A} {B} {C}\n2. connect battery anode to black wire terminal\n"
+              "3. connect battery cathode to blue wire terminal\n"
+              "4. connect black wire terminal to cathode in {A} {B} {C}\n"
+              "5. connect blue wire terminal to anode in {A} {B} {C}\n6. wait1")
+    g = Guide(recall, goal)
+    wires = ("orange", "red")
+
+    def offered(taken: list[str]) -> list[str]:
+        used = {w for a in taken for w in a.split() if w in wires}
+        free = [f"{w} wire terminal {n}" for w in wires for n in (1, 2)
+                if not any(f"{w} wire terminal {n}" in a for a in taken)]
+        out = ["focus on electric motor", "wait1"]
+        out += [f"connect anode in battery to {t}" for t in free]
+        out += [f"connect battery cathode to {t}" for t in free]
+        out += [f"connect {t} to {p} in electric motor" for t in free for p in ("anode", "cathode")]
+        assert used <= set(wires)
+        return sorted(out)
+
+    taken: list[str] = []
+    for _ in range(6):
+        advice = g.advise(offered(taken), taken, offered(taken))
+        assert advice.actions, taken
+        taken.append(advice.actions[0])
+    assert taken == [
+        "focus on electric motor",
+        "connect anode in battery to orange wire terminal 1",
+        "connect battery cathode to red wire terminal 1",  # orange already stands for black
+        "connect orange wire terminal 2 to cathode in electric motor",
+        "connect red wire terminal 2 to anode in electric motor",
+        "wait1",
+    ]

@@ -303,7 +303,46 @@ def _direct_object(words: list[str]) -> list[str]:
 
 
 def realises(action: str, step: str, goal_words: frozenset[str]) -> str | None:
-    """How ``action`` realises ``step``: ``"exact"``, ``"loose"`` or ``None`` (rule 4)."""
+    """How ``action`` realises ``step``: ``"exact"``, ``"loose"`` or ``None`` (rule 4).
+
+    A part of a thing may be named either way ("anode in battery" / "battery anode",
+    "terminal 1 in yellow wire" / "yellow wire terminal 1": ScienceWorld lists the first
+    where a demonstration typed the second); when the texts as given do not match, both
+    are compared with every part named the second way (:func:`part_names`)."""
+    how = _realises(action, step, goal_words)
+    if how is None:
+        a, s = part_names(abstract_action(action)), part_names(abstract_action(step))
+        if (a, s) != (abstract_action(action), abstract_action(step)):
+            how = _realises(a, s, goal_words)
+    return how
+
+
+def part_names(text: str) -> str:
+    """``text`` with each part of a thing named as "<thing> <part>": a one-word noun right
+    after the verb (or its particle, or a preposition), followed by ``in`` and the thing's
+    words up to the next preposition ("connect anode in battery to cathode in electric
+    motor" → "connect battery anode to electric motor cathode"). Only a bare one-word
+    noun is moved, so "pour cup containing red paint in art studio" stays as it is."""
+    words = text.split()
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        boundary = i == 1 or (i >= 2 and words[i - 1] in _PARTICLES | _PREPOSITIONS)
+        if (boundary and i + 2 < len(words) and words[i + 1] == "in"
+                and w not in _PREPOSITIONS and words[i + 2] not in _PREPOSITIONS):
+            end = i + 2
+            while end < len(words) and words[end] not in _PREPOSITIONS:
+                end += 1
+            out += [*words[i + 2:end], w]
+            i = end
+            continue
+        out.append(w)
+        i += 1
+    return " ".join(out)
+
+
+def _realises(action: str, step: str, goal_words: frozenset[str]) -> str | None:
     a, s = abstract_action(action), abstract_action(step)
     if a == s:
         return "exact"
@@ -399,6 +438,34 @@ def substitutes(action: str, step: str, goal_words: frozenset[str]) -> bool:
     return ra[len(ao):] == rs[len(so):]
 
 
+def _replaced(action: str, step: str) -> list[tuple[str, str]]:
+    """The recalled words ``action`` puts other words in place of, one for one, where it
+    realises ``step`` loosely ("connect battery anode to *orange* wire terminal 1" for
+    "... to *black* wire terminal": black → orange). Moves and opening are searches and the
+    place a thing is taken from is where the recalled game found it: neither says what
+    stands in for what, so they give none (rule 4c)."""
+    a, s = part_names(abstract_action(action)).split(), part_names(abstract_action(step)).split()
+    if not a or not s or s[0] in _SEARCHING:
+        return []
+    cut = s.index("from") if "from" in s[1:] else len(s)
+    out = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, s, a, autojunk=False).get_opcodes():
+        if tag == "replace" and i2 - i1 == j2 - j1 and i2 <= cut:
+            out += [(x, y) for x, y in zip(s[i1:i2], a[j1:j2], strict=True)
+                    if x not in _STOP and y not in _STOP and not x.startswith("{")]
+    return out
+
+
+def _swap(step: str, subs: dict[str, str]) -> str:
+    """``step`` with each recalled word of ``subs`` replaced by what stands in for it,
+    in one pass (rule 4c)."""
+    if not subs:
+        return step
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(re.escape(w) for w in subs) + r")(?![\w-])",
+                         re.IGNORECASE)
+    return pattern.sub(lambda m: subs.get(m.group(1).lower(), m.group(1)), step)
+
+
 def _compounds(actions: Iterable[str], verbs: set[str]) -> frozenset[str]:
     """Two-word names the actions use ("teleport to living room" → "living room"): word
     pairs after the verb whose first word is no verb, particle or preposition."""
@@ -484,6 +551,7 @@ class Guide:
         entities = goal_entities(goal)
         self.goal_object = entities[0] if entities else None
         self._seen: frozenset[str] = frozenset()  # every action offered so far, abstracted
+        self._subs: dict[str, str] = {}  # rule 4c, set by _walk
 
     def absent(self, step: str) -> bool:
         """Whether the thing ``step`` handles occurs in no action offered so far in this
@@ -589,6 +657,7 @@ class Guide:
                       taken: Sequence[str]) -> Advice:
         """Rules 3--5 for one procedure's filled ``steps``."""
         k = self._progress(steps, taken)
+        steps = [*steps[:k], *(_swap(s, self._subs) for s in steps[k:])]
         while k < len(steps) and self._held(steps[k], admissible):
             k += 1  # "pick up X" with X already held: done (rule 3)
         if k >= len(steps):
@@ -705,21 +774,29 @@ class Guide:
 
     def _walk(self, steps: list[str], taken: Sequence[str]) -> tuple[int, dict[int, int]]:
         """The pointer after ``taken`` (rule 3), and for each value it took, the index of
-        the action that moved it there (0 for the start)."""
+        the action that moved it there (0 for the start). Sets :attr:`_subs`, the words
+        the loose realisations taken so far put in place of recalled ones (rule 4c)."""
         k = 0
         reached = {0: 0}
+        subs: dict[str, str] = {}
         for n, action in enumerate(taken):
             for j in range(k, min(k + 1 + LOOKAHEAD, len(steps))):
                 if j > k and set(_words(steps[j - 1])) & self.goal_words:
                     break  # a step about the goal's own objects is never skipped
-                how = realises(action, steps[j], self.goal_words)
-                if (how is None and j == k and self.absent(steps[j])
-                        and substitutes(action, steps[j], self.goal_words)):
+                step = _swap(steps[j], subs)
+                how = realises(action, step, self.goal_words)
+                if (how is None and j == k and self.absent(step)
+                        and substitutes(action, step, self.goal_words)):
                     how = "loose"
                 if how == "exact" or (how == "loose" and j == k):
+                    if how == "loose":
+                        for src, dst in _replaced(action, step):
+                            if src not in subs and dst not in subs.values():
+                                subs[src] = dst
                     k = j + 1
                     reached[k] = n
                     break
+        self._subs = subs
         return k, reached
 
     def _held(self, step: str, admissible: Sequence[str]) -> bool:
@@ -744,4 +821,10 @@ class Guide:
                 loose.append(a)
         if not exact and not loose and self.absent(step):
             loose = [a for a in admissible if substitutes(a, step, self.goal_words)]
+        if self._subs and loose:
+            # a word that already stands in for another recalled word stands in for no
+            # other (rule 4c): the second wire of a circuit is not the first one again
+            owner = {dst: src for src, dst in self._subs.items()}
+            loose = [a for a in loose
+                     if all(owner.get(dst, src) == src for src, dst in _replaced(a, step))]
         return exact, loose
