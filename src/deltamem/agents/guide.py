@@ -44,7 +44,15 @@ the admissible actions and the steps taken so far.
    never pinned by the goal: "take tomato from sinkbasin" is realised by "take
    tomato 1 from diningtable 1" even when this goal puts the tomato in the
    sinkbasin (the recalled game found its object where this one must bring it).
-   Exact realisations win when there are any.
+   Exact realisations win when there are any. A part of a thing is the same whichever
+   way it is named ("anode in battery" / "battery anode").
+   **A stand-in keeps its role** (rule 4c): when a taken action realised a step loosely
+   by putting one word in place of a recalled one ("connect battery anode to *orange*
+   wire terminal 1" for "... to *black* wire terminal"), the rest of the procedure reads
+   that word in its place ("connect black wire terminal to cathode in ..." becomes the
+   orange wire's), and the word stands in for no other recalled word (the second wire of
+   the circuit is not the orange one again). Moves, opening and the place a thing was
+   taken from are searches, and bind nothing.
 5. **Back-tracking**. When nothing admissible realises the pointed step (the
    object is not where it was in the recalled game), the guide first opens what
    is closed here (an admissible ``open ...`` not taken yet: the object may be
