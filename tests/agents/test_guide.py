@@ -625,7 +625,9 @@ def test_a_part_is_named_either_way_and_a_stand_in_keeps_its_role() -> None:
         used = {w for a in taken for w in a.split() if w in wires}
         free = [f"{w} wire terminal {n}" for w in wires for n in (1, 2)
                 if not any(f"{w} wire terminal {n}" in a for a in taken)]
-        out = ["focus on electric motor", "wait1"]
+        out = ["focus on electric motor", "wait1",
+               "connect anode in battery to anode in solar panel",
+               "connect battery cathode to anode in nuclear generator"]
         out += [f"connect anode in battery to {t}" for t in free]
         out += [f"connect battery cathode to {t}" for t in free]
         out += [f"connect {t} to {p} in electric motor" for t in free for p in ("anode", "cathode")]
