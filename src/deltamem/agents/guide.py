@@ -391,11 +391,6 @@ def _realises(action: str, step: str, goal_words: frozenset[str]) -> str | None:
             # a word added or dropped changes what the action does ("move X to metal pot"
             # is not "move X to bathroom"); a move may go to a place of another length
             return None
-        if i2 - i1 > 1 and sw[0] not in _MOVES and i1 < fs:
-            # one word of a thing's name may differ (another wire's colour), not the whole
-            # name: "battery anode to nuclear generator anode" is not "... to black wire
-            # terminal"
-            return None
     return "loose"
 
 
@@ -834,6 +829,11 @@ class Guide:
                 loose.append(a)
         if not exact and not loose and self.absent(step):
             loose = [a for a in admissible if substitutes(a, step, self.goal_words)]
+        if len(loose) > 1 and step.split()[0].lower() not in _MOVES:
+            # the nearest first: the fewest recalled words put aside ("... to orange wire
+            # terminal 1" for "... to black wire terminal" before "... to anode in nuclear
+            # generator"); moves keep the search's own order
+            loose.sort(key=lambda a: len(_replaced(a, step)) or len(step.split()))
         if self._subs and loose:
             # a word that already stands in for another recalled word stands in for no
             # other (rule 4c): the second wire of a circuit is not the first one again
