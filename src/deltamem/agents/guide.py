@@ -830,10 +830,12 @@ class Guide:
         if not exact and not loose and self.absent(step):
             loose = [a for a in admissible if substitutes(a, step, self.goal_words)]
         if len(loose) > 1 and step.split()[0].lower() not in _MOVES:
-            # the nearest first: the fewest recalled words put aside ("... to orange wire
-            # terminal 1" for "... to black wire terminal" before "... to anode in nuclear
-            # generator"); moves keep the search's own order
-            loose.sort(key=lambda a: len(_replaced(a, step)) or len(step.split()))
+            # the nearest only: the fewest recalled words put aside ("... to orange wire
+            # terminal 1" for "... to black wire terminal", not "... to anode in nuclear
+            # generator"; a whole name may still go when nothing nearer is here: "move ice
+            # cream to glass jar" for "... to metal pot"); moves keep the search's own order
+            far = {a: len(_replaced(a, step)) or len(step.split()) for a in loose}
+            loose = [a for a in loose if far[a] == min(far.values())]
         if self._subs and loose:
             # a word that already stands in for another recalled word stands in for no
             # other (rule 4c): the second wire of a circuit is not the first one again
