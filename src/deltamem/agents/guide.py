@@ -44,7 +44,8 @@ the admissible actions and the steps taken so far.
    never pinned by the goal: "take tomato from sinkbasin" is realised by "take
    tomato 1 from diningtable 1" even when this goal puts the tomato in the
    sinkbasin (the recalled game found its object where this one must bring it).
-   Exact realisations win when there are any. A part of a thing is the same whichever
+   Exact realisations win when there are any; among loose ones only the nearest (the
+   fewest recalled words put aside) are advised. A part of a thing is the same whichever
    way it is named ("anode in battery" / "battery anode").
    **A stand-in keeps its role** (rule 4c): when a taken action realised a step loosely
    by putting one word in place of a recalled one ("connect battery anode to *orange*
