@@ -509,6 +509,20 @@ def test_another_thing_of_the_kind_stands_in_for_an_absent_recalled_thing() -> N
     assert not substitutes("focus on red box", "focus on green box", frozenset({"green"}))
 
 
+def test_whether_a_recalled_thing_is_absent_follows_the_offers_of_each_decision() -> None:
+    # absent() answers are kept while the offered actions stay the same; a thing offered
+    # later in the episode is no longer absent (the answers must not outlive the offers)
+    recall = "1. teleport to outside\n2. focus on egg parrot\n3. pick up egg parrot"
+    g = Guide(recall, "Your task is to find a(n) living thing.")
+    outside = ["teleport to bedroom", "focus on egg turtle", "look around"]
+    g.advise(outside, ["teleport to outside"], outside)
+    assert g.absent("focus on egg parrot") and g.absent("pick up egg parrot")
+    assert not g.absent("focus on egg turtle")
+    later = [*outside, "focus on egg parrot"]
+    assert g.advise(later, ["teleport to outside"], later).actions == ("focus on egg parrot",)
+    assert not g.absent("focus on egg parrot")
+
+
 def test_a_step_advised_by_looking_ahead_is_not_advised_again_once_taken() -> None:
     # the look-ahead may skip a step that names a goal word other than the goal's object
     # (a box the recalled game chose); the pointer stays at the skipped step, so once the

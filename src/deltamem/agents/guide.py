@@ -94,6 +94,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 from itertools import pairwise
 
 from deltamem.core.residual import compose, edits
@@ -167,9 +168,10 @@ def _words(text: str) -> list[str]:
     return [w if w.startswith("{") else w.lower() for w in _WORD.findall(text)]
 
 
+@lru_cache(maxsize=1 << 16)
 def abstract_action(action: str) -> str:
     """Lower case, instance numbers and letters dropped ("cabinet 3" → "cabinet", "unknown
-    substance B" → "unknown substance"), spaces collapsed."""
+    substance B" → "unknown substance"), spaces collapsed. Cached (see :func:`realises`)."""
     text = _LABEL.sub("", " ".join(action.split()))
     return " ".join(_NUMBER.sub("", text.lower()).split())
 
@@ -311,8 +313,13 @@ def _direct_object(words: list[str]) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=1 << 16)
 def realises(action: str, step: str, goal_words: frozenset[str]) -> str | None:
     """How ``action`` realises ``step``: ``"exact"``, ``"loose"`` or ``None`` (rule 4).
+
+    A pure function of its arguments, cached: ScienceWorld offers 500-1,500 actions a step
+    and the guide compares each with a few steps at every decision, mostly the same pairs
+    as at the last one (the recalled steps stay, most actions stay).
 
     A part of a thing may be named either way ("anode in battery" / "battery anode",
     "terminal 1 in yellow wire" / "yellow wire terminal 1": ScienceWorld lists the first
@@ -326,6 +333,7 @@ def realises(action: str, step: str, goal_words: frozenset[str]) -> str | None:
     return how
 
 
+@lru_cache(maxsize=1 << 16)
 def part_names(text: str) -> str:
     """``text`` with each part of a thing named as "<thing> <part>": a one-word noun right
     after the verb (or its particle, or a preposition), followed by ``in`` and the thing's
@@ -560,6 +568,8 @@ class Guide:
         entities = goal_entities(goal)
         self.goal_object = entities[0] if entities else None
         self._seen: frozenset[str] = frozenset()  # every action offered so far, abstracted
+        self._absent_for: frozenset[str] | None = None  # the _seen that _absent answers for
+        self._absent: dict[str, bool] = {}
         self._subs: dict[str, str] = {}  # rule 4c, set by _walk
 
     def absent(self, step: str) -> bool:
@@ -569,8 +579,12 @@ class Guide:
         thing = " ".join(_direct_object(["", *rest]))
         if not thing or not self._seen:
             return False
-        pattern = re.compile(rf"(?<![\w-]){re.escape(thing)}(?![\w-])")
-        return not any(pattern.search(a) for a in self._seen)
+        if self._absent_for is not self._seen:  # answers hold while the offers stay
+            self._absent_for, self._absent = self._seen, {}
+        if thing not in self._absent:
+            pattern = re.compile(rf"(?<![\w-]){re.escape(thing)}(?![\w-])")
+            self._absent[thing] = not any(pattern.search(a) for a in self._seen)
+        return self._absent[thing]
 
     def known_places(self) -> frozenset[str]:
         """Kinds of places where the recall says an object of the goal's kind was found
