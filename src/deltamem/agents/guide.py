@@ -53,7 +53,8 @@ the admissible actions and the steps taken so far.
    that word in its place ("connect black wire terminal to cathode in ..." becomes the
    orange wire's), and the word stands in for no other recalled word (the second wire of
    the circuit is not the orange one again). Moves, opening and the place a thing was
-   taken from are searches, and bind nothing.
+   taken from are searches, and bind nothing. Nor does a word of a step already done
+   stand in for another (the black wire, here too and used, is not the blue one).
 5. **Back-tracking**. When nothing admissible realises the pointed step (the
    object is not where it was in the recalled game), the guide first opens what
    is closed here (an admissible ``open ...`` not taken yet: the object may be
@@ -571,6 +572,7 @@ class Guide:
         self._absent_for: frozenset[str] | None = None  # the _seen that _absent answers for
         self._absent: dict[str, bool] = {}
         self._subs: dict[str, str] = {}  # rule 4c, set by _walk
+        self._named: frozenset[str] = frozenset()  # words of the steps done (rule 4c)
 
     def absent(self, step: str) -> bool:
         """Whether the thing ``step`` handles occurs in no action offered so far in this
@@ -681,6 +683,7 @@ class Guide:
         """Rules 3--5 for one procedure's filled ``steps``."""
         k = self._progress(steps, taken)
         steps = [*steps[:k], *(_swap(s, self._subs) for s in steps[k:])]
+        self._named = frozenset(w for s in steps[:k] for w in abstract_action(s).split())
         while k < len(steps) and self._held(steps[k], admissible):
             k += 1  # "pick up X" with X already held: done (rule 3)
         if k >= len(steps):
@@ -851,10 +854,12 @@ class Guide:
             # cream to glass jar" for "... to metal pot"); moves keep the search's own order
             far = {a: len(_replaced(a, step)) or len(step.split()) for a in loose}
             loose = [a for a in loose if far[a] == min(far.values())]
-        if self._subs and loose:
-            # a word that already stands in for another recalled word stands in for no
-            # other (rule 4c): the second wire of a circuit is not the first one again
+        if loose:
+            # a word that already stands in for another recalled word, or that a step
+            # already done names, stands in for no other (rule 4c): the second wire of a
+            # circuit is not the first one again
             owner = {dst: src for src, dst in self._subs.items()}
+            owner.update((w, w) for w in self._named if w not in owner)
             loose = [a for a in loose
                      if all(owner.get(dst, src) == src for src, dst in _replaced(a, step))]
         return exact, loose
