@@ -13,6 +13,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -73,7 +74,8 @@ def test_every_script_has_a_smoke_run() -> None:
     covered = {"embedders.py", "infogain.py", "local_llm.py", "mcma_backends.py",
                "mcma_copilot.py", "mcma_hierarchy.py", "overhead.py", "peers.py",
                "recall_matrix.py", "retrieval.py", "robustness_probes.py", "service.py",
-               "household_world.py", "prompt_reuse.py", "replicas.py", "sweep_faults.py"}
+               "household_world.py", "prompt_reuse.py", "replicas.py", "sweep_faults.py",
+               "guide.py"}
     scripts = {p.name for p in BENCH.glob("*.py")}
     assert scripts <= covered, f"no smoke run for {sorted(scripts - covered)}"
 
@@ -144,6 +146,17 @@ def test_peers(tmp_path: Path) -> None:
 
 
 # -- optional packages, bundled models, environments -------------------------------------------
+
+
+@pytest.mark.slow
+def test_guide(tmp_path: Path) -> None:
+    need("scienceworld")
+    if shutil.which("java") is None:
+        pytest.skip("java is not installed (ScienceWorld)")
+    out = run("guide.py", "--tasks", "melt", "--steps", "4", cwd=tmp_path)
+    (row,) = table_rows(out, "melt")
+    assert row[1] == "4" and int(row[2]) > 100  # ScienceWorld's long action lists
+    assert row[6] == "yes"  # the cached guide advised as the cold one
 
 
 def test_service(tmp_path: Path) -> None:
