@@ -318,7 +318,7 @@ def _direct_object(words: list[str]) -> list[str]:
 def realises(action: str, step: str, goal_words: frozenset[str]) -> str | None:
     """How ``action`` realises ``step``: ``"exact"``, ``"loose"`` or ``None`` (rule 4).
 
-    A pure function of its arguments, cached: ScienceWorld offers 500-1,500 actions a step
+    A pure function of its arguments, cached: ScienceWorld offers 500-3,000 actions a step
     and the guide compares each with a few steps at every decision, mostly the same pairs
     as at the last one (the recalled steps stay, most actions stay).
 
