@@ -42,10 +42,12 @@ from deltamem.agents.guide import Guide, abstract_action, part_names, realises
 from deltamem.envs.scienceworld import ScienceWorldEnv
 
 
-def clear_caches(guide: Guide) -> None:
+def clear_caches(guide: Guide | None = None) -> None:
+    """Empty the module's caches and, given a guide, its per-decision answers."""
     for f in (abstract_action, part_names, realises):
         getattr(f, "cache_clear", lambda: None)()  # a guide without caches: nothing to clear
-    guide._absent_for = None
+    if guide is not None:
+        guide._absent_for = None
 
 
 def digest(advice: list[str]) -> str:
@@ -98,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             recall = "Procedure:\n" + "\n".join(
                 f"{i}. {abstract_action(a)}" for i, a in enumerate(recalled, 1))
             cold, advice_cold, largest = play(env, target, recall, args.steps, True)
-            clear_caches(Guide("", ""))
+            clear_caches()
             warm, advice_warm, _ = play(env, target, recall, args.steps, False)
             same = advice_cold == advice_warm
             ok &= same

@@ -207,12 +207,13 @@ def main(argv: list[str] | None = None) -> int:
                for d in (seq_out, ray_out)}
     equal = (table(seq_out / "results.md", seq_out) == table(ray_out / "results.md", ray_out))
     resumed = "-"
-    # a short cell may record its last episode before the kill lands: then it is complete,
-    # Ray's retry finds nothing left to play, and it is run once (nothing recorded after)
-    finished_first = (killed is not None and len(sessions(ray_out / killed[0])) == 1
-                      and len(recorded(ray_out / killed[0])) == killed[1])
+    finished_first = False
     if killed is not None:
         s = sessions(ray_out / killed[0])
+        # a short cell may record its last episode before the kill lands: then it is
+        # complete, Ray's retry finds nothing left to play, and it is run once (nothing
+        # recorded after the kill)
+        finished_first = len(s) == 1 and len(recorded(ray_out / killed[0])) == killed[1]
         resumed = (str(s[1]) if len(s) > 1 else
                    "finished before the kill" if finished_first else "not rerun")
     print(f"sweep {args.spec}: {len(cells)} cells; folders {seq_out} and {ray_out}\n")
