@@ -667,3 +667,81 @@ def test_a_part_is_named_either_way_and_a_stand_in_keeps_its_role(
         f"connect {second} wire terminal 2 to anode in electric motor",
         "wait1",
     ]
+
+
+_TIDY_GOAL = ("The house is a mess. Find the items that are out of place and put each one back "
+              "where it belongs.")
+_TIDY_RECALL = (f"Tasks of the form: {_TIDY_GOAL}\n"
+                "1. go south\n2. take iron\n3. go north\n4. put iron on ironing board\n"
+                "5. take milk carton from desk\n6. go east\n7. insert milk carton into fridge\n"
+                "8. take raincoat from sofa\n9. go west\n10. put raincoat on coat hook\n")
+
+
+def test_things_a_recall_always_puts_in_one_place_belong_there() -> None:
+    from deltamem.agents.guide import placements
+
+    assert placements(["put iron on ironing board", "insert milk carton into fridge 1",
+                       "move pot to sink", "move pot to stove", "go north",
+                       "move egg turtle in inventory to green box"]) == {
+        "iron": "ironing board", "milk carton": "fridge",  # the pot has two places
+        "egg turtle": "green box"}
+
+
+def test_a_held_thing_goes_where_it_belongs_and_a_misplaced_one_is_taken() -> None:
+    g = Guide(_TIDY_RECALL, _TIDY_GOAL)
+    kitchen = ["examine fridge", "examine kitchen counter", "go west",
+               "take milk carton from kitchen counter", "take frying pan from kitchen counter"]
+    advice = g.advise(kitchen, [], kitchen)
+    # the milk carton is out of place (it belongs in the fridge); the frying pan's place is
+    # not in the recall, so it is left alone
+    assert advice.actions == ("take milk carton from kitchen counter",)
+    holding = ["examine fridge", "examine kitchen counter", "go west", "drop milk carton",
+               "insert milk carton into fridge", "put milk carton on kitchen counter"]
+    assert g.advise(holding, ["take milk carton from kitchen counter"], holding).actions == (
+        "insert milk carton into fridge",)
+    # a thing where it belongs is never taken: only the moves remain
+    laundry = ["examine ironing board", "go east", "go north", "take iron from ironing board"]
+    advice = g.advise(laundry, [], laundry)
+    assert "take iron from ironing board" not in advice.actions
+    assert set(advice.actions) <= {"go east", "go north"}
+
+
+def test_a_held_thing_is_carried_back_to_the_room_seen_holding_its_place() -> None:
+    g = Guide(_TIDY_RECALL, _TIDY_GOAL)
+    laundry = ["examine ironing board", "go east"]
+    hall = ["examine shoe rack", "go north", "go west", "take iron"]
+    hall_holding = ["examine shoe rack", "go north", "go west", "drop iron",
+                    "put iron on shoe rack", "examine iron"]
+    taken: list[str] = []
+    assert g.advise(laundry, taken, laundry).actions == ("go east",)
+    taken.append("go east")
+    assert g.advise(hall, taken, hall).actions == ("take iron",)
+    taken.append("take iron")
+    # holding the iron, whose place (the ironing board) is in the room west of here
+    assert g.advise(hall_holding, taken, hall_holding).actions == ("go west",)
+
+
+def test_tools_moved_or_things_gathered_in_one_box_are_no_tidying() -> None:
+    goal = "Your task is to grow a apple plant from seed. First, focus on a seed."
+    tools = ("Tasks of the form: Your task is to grow a {A} plant from seed. First, focus on a "
+             "seed.\n1. go to kitchen\n2. move jug to sink\n3. go to greenhouse\n"
+             "4. move soil to flower pot\n5. focus on {A} seed\n")
+    admissible = ["go to kitchen", "go to greenhouse", "open cupboard", "move jug to sink"]
+    assert Guide(tools, goal).advise(admissible, [], admissible).actions == ("go to kitchen",)
+    goal = "Your task is to find a(n) living thing. First, focus on the thing."
+    box = ("Tasks of the form: Your task is to find a(n) living thing.\n1. go to outside\n"
+           "2. move egg turtle in inventory to green box\n3. move baby bee to green box\n"
+           "4. move egg parrot to green box\n")
+    admissible = ["go to outside", "open cupboard", "go to kitchen"]
+    assert Guide(box, goal).advise(admissible, [], admissible).actions == ("go to outside",)
+
+
+def test_the_tidying_rule_leaves_a_goal_about_named_things_to_the_procedure() -> None:
+    goal = "put a clean apple in diningtable"
+    recall = ("Tasks of the form: put a clean {A} in {B}\n1. go to fridge\n"
+              "2. take {A} from fridge\n3. clean {A} with sinkbasin\n4. move {A} to {B}\n"
+              "5. move knife to countertop\n")
+    g = Guide(recall, goal)
+    admissible = ["go to fridge 1", "go to sinkbasin 1", "take knife 1 from countertop 1"]
+    # one thing the goal does not name is no tidying: the procedure leads
+    assert g.advise(admissible, [], admissible).actions == ("go to fridge 1",)

@@ -70,6 +70,21 @@ the admissible actions and the steps taken so far.
    When no earlier step can be retried here (every cabinet of "go to cabinet" was
    visited), the search goes on to any place not visited yet, in the same order.
 
+7. **Things that belong somewhere** (:func:`placements`; rule 6 is the return to the
+   place of a blocked step, :meth:`Guide._return_to_place`). When the recalled steps put
+   several things the goal does not name each in one place of its own ("put iron on
+   ironing board", "insert milk carton into fridge": a tidying, as in the Cleaning game),
+   that place is where the thing belongs in any house, while the recalled route and the
+   other things the recalled game handled are not this one's. Then, before rules 3--5: a
+   thing held is put where it belongs as soon as that is admissible; a thing lying
+   anywhere else is taken (never from where it belongs, nor taken again); what is closed
+   is opened; and the moves go toward the room seen holding a held thing's place, else
+   toward a way not tried yet. Rooms are told apart by what stays in them (what can be
+   examined but not taken), and compass moves are known to undo each other. Things the
+   goal names are left to rules 3--5, and the rule stays idle unless :data:`TIDYING`
+   other things go to as many different places (a household procedure puts the goal's
+   object; a ScienceWorld one moves its tools, or gathers things in one box).
+
 0. **Items, best first** (:func:`procedures`). A recall's items reach the guide as
    items, not as one text: each item that starts a procedure is followed on its own,
    in the order of its system's own score (the prompt order when there is none); a
@@ -92,7 +107,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
@@ -107,6 +122,7 @@ __all__ = [
     "Guide",
     "abstract_action",
     "goal_bindings",
+    "placements",
     "procedures",
     "realises",
     "recalled_steps",
@@ -125,8 +141,17 @@ _STOP_WORDS = (
 )
 _STOP = frozenset(_STOP_WORDS.split())
 LOOKAHEAD = 3
+#: rule 7 applies when the recall puts at least this many things the goal does not name each
+#: in a place of its own, all different: a procedure that moves its tools (a jug to the sink,
+#: soil to a flower pot) or gathers things in one box is not a tidying (chosen on the
+#: development streams: with 2, ScienceWorld's grow-plant and find-living-thing recalls
+#: turned into searches and 7 wins of 54 were lost)
+TIDYING = 3
 _INVENTORY = " in inventory"
 _MOVES = frozenset({"go", "walk", "teleport"})
+_IDLE = frozenset({"look", "inventory", "examine"})  # actions that change nothing
+_OPPOSITE = {"north": "south", "south": "north", "east": "west", "west": "east",
+             "up": "down", "down": "up"}  # compass moves undo each other
 #: verbs whose object is where to look (a move, opening a receptacle): realised loosely by
 #: another place -- the search; any other verb keeps its direct object (:func:`realises`)
 _SEARCHING = _MOVES | {"open"}
@@ -144,6 +169,99 @@ _SEEN_IN = re.compile(r"\byou open the ([a-z][a-z -]*?) \d+\.[^\n>]*?in it, you 
                       re.IGNORECASE)
 _LISTED = re.compile(r",\s*|\s+and\s+")
 _EXAMPLE = re.compile(r"\{([A-Z])\} = e\.g\. ([A-Za-z][\w -]*?)(?=,\s*\{|\))")
+
+
+_PLACING = re.compile(r"^(?:put|insert|move) (.+?) (?:on|onto|into|in|to) (.+)$")
+_TAKING = re.compile(r"^take (.+?)(?: from (.+))?$")
+
+
+def placements(steps: Iterable[str]) -> dict[str, str]:
+    """Where recalled steps put things (rule 7): ``{thing: place}`` for each thing that
+    every placing step (``put X on F``, ``insert X into F``, ``move X to F``) puts in the
+    same place. Kinds are lower case without instance numbers."""
+    places: dict[str, set[str]] = {}
+    for step in steps:
+        m = _PLACING.match(abstract_action(step).replace(_INVENTORY, ""))
+        if m:
+            places.setdefault(m.group(1), set()).add(m.group(2))
+    return {thing: next(iter(p)) for thing, p in places.items() if len(p) == 1}
+
+
+def _held_things(admissible: Iterable[str]) -> set[str]:
+    """Things the agent holds, read from what it is offered to do with them (put, insert,
+    move or drop them)."""
+    out: set[str] = set()
+    for a in admissible:
+        abstract = abstract_action(a)
+        m = _PLACING.match(abstract)
+        if m:
+            out.add(m.group(1))
+        elif abstract.startswith("drop "):
+            out.add(abstract[5:])
+    return out
+
+
+class _Rooms:
+    """The rooms rule 7's search has seen and the moves between them. A room is told apart
+    by what stays in it: the things it offers to examine that cannot be taken, put or
+    dropped (the furniture). Pure bookkeeping over the admissible actions and the actions
+    taken; one per episode (a :class:`Guide`)."""
+
+    def __init__(self) -> None:
+        self.exits: dict[frozenset[str], dict[str, frozenset[str] | None]] = {}
+        self._last: tuple[frozenset[str], int] | None = None
+
+    def arrive(self, admissible: Sequence[str], taken: Sequence[str]) -> frozenset[str]:
+        """The room the admissible actions show; records the move that led here."""
+        looks: set[str] = set()
+        loose = _held_things(admissible)
+        for a in admissible:
+            abstract = abstract_action(a)
+            if abstract.startswith("examine "):
+                looks.add(abstract[8:])
+            m = _TAKING.match(abstract)
+            if m:
+                loose.add(m.group(1))
+        room = frozenset(looks - loose)
+        ways = self.exits.setdefault(room, {})
+        for a in admissible:
+            if a.split() and a.split()[0].lower() in _MOVES:
+                ways.setdefault(abstract_action(a), None)
+        if self._last is not None:
+            before, n = self._last
+            if (len(taken) == n + 1 and taken[-1].split()
+                    and taken[-1].split()[0].lower() in _MOVES and room != before):
+                move = abstract_action(taken[-1])
+                self.exits.setdefault(before, {})[move] = room
+                back = " ".join(_OPPOSITE.get(w, w) for w in move.split())
+                if back != move and back in ways:  # the way back, when it is offered
+                    ways[back] = before
+        self._last = (room, len(taken))
+        return room
+
+    def way(self, room: frozenset[str], moves: Sequence[str],
+            wanted: Callable[[frozenset[str]], bool]) -> list[str]:
+        """The admissible ``moves`` to advise from ``room``: the first move of a shortest
+        known path to a room ``wanted`` accepts, else to the nearest room with a way not
+        tried yet (that way itself when it is here), else every move."""
+        paths: dict[frozenset[str], str | None] = {room: None}
+        queue = [room]
+        for goal in (wanted, lambda r: None in self.exits.get(r, {}).values()):
+            for r in queue:
+                if goal(r):
+                    first = paths[r]
+                    if first is None:  # this room: a way not tried yet from here
+                        untried = [m for m in moves
+                                   if self.exits[room].get(abstract_action(m)) is None]
+                        if untried and goal is not wanted:
+                            return untried[:1]
+                        continue
+                    return [m for m in moves if abstract_action(m) == first] or list(moves)
+                for move, nxt in self.exits.get(r, {}).items():
+                    if nxt is not None and nxt not in paths:
+                        paths[nxt] = paths[r] if paths[r] is not None else move
+                        queue.append(nxt)
+        return list(moves)
 
 
 def sightings(text: str) -> list[tuple[str, str]]:
@@ -573,6 +691,7 @@ class Guide:
         self._absent: dict[str, bool] = {}
         self._subs: dict[str, str] = {}  # rule 4c, set by _walk
         self._named: frozenset[str] = frozenset()  # words of the steps done (rule 4c)
+        self._rooms = _Rooms()  # rule 7's search
 
     def absent(self, step: str) -> bool:
         """Whether the thing ``step`` handles occurs in no action offered so far in this
@@ -667,9 +786,13 @@ class Guide:
         verbs = {a.split()[0].lower() for a in (*offered, *admissible) if a.split()}
         self.compounds = _compounds((*offered, *admissible), verbs)
         self._seen = frozenset(abstract_action(a) for a in (*offered, *admissible))
+        filled = [(text, self.steps(verbs, text)) for text in self.procedures]
+        back = self._put_back(placements(s for _, steps in filled for s in steps),
+                              admissible, taken)
+        if back is not None:
+            return back
         first: Advice | None = None
-        for text in self.procedures:
-            steps = self.steps(verbs, text)
+        for _text, steps in filled:
             if not steps:
                 continue
             advice = self._advise_steps(steps, admissible, taken)
@@ -677,6 +800,58 @@ class Guide:
                 return advice
             first = first or advice
         return first or Advice(None)
+
+    def _put_back(self, homes: dict[str, str], admissible: Sequence[str],
+                  taken: Sequence[str]) -> Advice | None:
+        """Rule 7, things that belong somewhere: when the recall puts :data:`TIDYING` or
+        more things the goal does not name each in a place of its own, all different (a
+        tidying: "put iron on ironing board", "insert milk carton into fridge"), that place
+        is where the thing belongs, in any house. A thing held is put where it belongs as
+        soon as that is admissible; a thing lying anywhere else is taken (never from where
+        it belongs, and not again after it was taken once). The recalled game's route and
+        the other things it handled are not this game's, so rules 3--5 could not reach
+        them."""
+        homes = {thing: place for thing, place in homes.items()
+                 if not set(thing.split()) & self.goal_words}
+        if len(set(homes.values())) < TIDYING:
+            return None
+        done = {" ".join(a.lower().split()) for a in taken}
+        puts: list[str] = []
+        takes: list[str] = []
+        for a in admissible:
+            abstract = abstract_action(a)
+            m = _PLACING.match(abstract)
+            if m and homes.get(m.group(1)) == m.group(2):
+                puts.append(a)
+                continue
+            m = _TAKING.match(abstract)
+            if (m and m.group(1) in homes and m.group(2) != homes[m.group(1)]
+                    and " ".join(a.lower().split()) not in done):
+                takes.append(a)
+        here = self._rooms.arrive(admissible, taken)
+        if puts:
+            return Advice(abstract_action(puts[0]), tuple(puts))
+        if takes:
+            return Advice(abstract_action(takes[0]), tuple(takes))
+        # nothing to take or put back here: look inside what is closed, then move on (the
+        # recalled route is another house's; a held thing is never put down elsewhere, and
+        # nothing is taken from where it belongs): toward where a held thing belongs when
+        # that room was seen, else toward a way not tried yet
+        opened = [a for a in admissible if abstract_action(a).split()[:1] == ["open"]
+                  and " ".join(a.lower().split()) not in done]
+        if opened:
+            return Advice(abstract_action(opened[0]), tuple(opened))
+        moves = [a for a in admissible if a.split() and a.split()[0].lower() in _MOVES]
+        if not moves:
+            return None
+        wanted = {homes[x] for x in _held_things(admissible) if x in homes}
+        way = self._rooms.way(here, moves, lambda room: bool(room & wanted))
+        if len(way) == len(moves) > 1:
+            # the house is seen and nothing known is left to do: wander without touching
+            # what is in place (the repeat limit may wear the moves out)
+            way = [a for a in admissible
+                   if a in moves or (a.split() and a.split()[0].lower() in _IDLE)]
+        return Advice(abstract_action(way[0]), tuple(way))
 
     def _advise_steps(self, steps: list[str], admissible: Sequence[str],
                       taken: Sequence[str]) -> Advice:
