@@ -178,13 +178,15 @@ _TAKING = re.compile(r"^take (.+?)(?: from (.+))?$")
 def placements(steps: Iterable[str]) -> dict[str, str]:
     """Where recalled steps put things (rule 7): ``{thing: place}`` for each thing that
     every placing step (``put X on F``, ``insert X into F``, ``move X to F``) puts in the
-    same place. Kinds are lower case without instance numbers."""
+    same place; a step with a placeholder the goal left unbound names no thing. Kinds are
+    lower case without instance numbers."""
     places: dict[str, set[str]] = {}
     for step in steps:
         m = _PLACING.match(abstract_action(step).replace(_INVENTORY, ""))
         if m:
             places.setdefault(m.group(1), set()).add(m.group(2))
-    return {thing: next(iter(p)) for thing, p in places.items() if len(p) == 1}
+    return {thing: next(iter(p)) for thing, p in places.items()
+            if len(p) == 1 and "{" not in thing + next(iter(p))}  # no unbound placeholder
 
 
 def _held_things(admissible: Iterable[str]) -> set[str]:
