@@ -680,11 +680,13 @@ _TIDY_RECALL = (f"Tasks of the form: {_TIDY_GOAL}\n"
 def test_things_a_recall_always_puts_in_one_place_belong_there() -> None:
     from deltamem.agents.guide import placements
 
-    assert placements(["put iron on ironing board", "insert milk carton into fridge 1",
-                       "move pot to sink", "move pot to stove", "go north",
-                       "move egg turtle in inventory to green box"]) == {
+    assert placements(["take iron", "put iron on ironing board", "take pot from shelf",
+                       "take milk carton from desk 1", "insert milk carton into fridge 1",
+                       "move pot to sink", "move pot to stove", "go north", "take egg turtle",
+                       "move egg turtle in inventory to green box", "move jug to sink",
+                       "take {A}", "move {A} to box"]) == {
         "iron": "ironing board", "milk carton": "fridge",  # the pot has two places
-        "egg turtle": "green box"}
+        "egg turtle": "green box"}  # the jug is never taken: a tool moved where it is
 
 
 def test_a_held_thing_goes_where_it_belongs_and_a_misplaced_one_is_taken() -> None:

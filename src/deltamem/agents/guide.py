@@ -176,17 +176,25 @@ _TAKING = re.compile(r"^take (.+?)(?: from (.+))?$")
 
 
 def placements(steps: Iterable[str]) -> dict[str, str]:
-    """Where recalled steps put things (rule 7): ``{thing: place}`` for each thing that
-    every placing step (``put X on F``, ``insert X into F``, ``move X to F``) puts in the
-    same place; a step with a placeholder the goal left unbound names no thing. Kinds are
-    lower case without instance numbers."""
+    """Where recalled steps put things (rule 7): ``{thing: place}`` for each thing that the
+    steps take (``take X``, ``take X from G``) and that every placing step (``put X on F``,
+    ``insert X into F``, ``move X to F``) puts in the same place. A thing only ever moved
+    where it is (a ScienceWorld jug to the sink) is a tool of the procedure, and a step
+    with a placeholder the goal left unbound names no thing. Kinds are lower case without
+    instance numbers."""
     places: dict[str, set[str]] = {}
+    taken: set[str] = set()
     for step in steps:
-        m = _PLACING.match(abstract_action(step).replace(_INVENTORY, ""))
+        abstract = abstract_action(step).replace(_INVENTORY, "")
+        m = _PLACING.match(abstract)
         if m:
             places.setdefault(m.group(1), set()).add(m.group(2))
+        m = _TAKING.match(abstract)
+        if m:
+            taken.add(m.group(1))
     return {thing: next(iter(p)) for thing, p in places.items()
-            if len(p) == 1 and "{" not in thing + next(iter(p))}  # no unbound placeholder
+            if len(p) == 1 and thing in taken  # a thing fetched to be put away
+            and "{" not in thing + next(iter(p))}  # no unbound placeholder
 
 
 def _held_things(admissible: Iterable[str]) -> set[str]:
