@@ -71,9 +71,9 @@ the admissible actions and the steps taken so far.
    visited), the search goes on to any place not visited yet, in the same order.
 
 7. **Things that belong somewhere** (:func:`placements`; rule 6 is the return to the
-   place of a blocked step, :meth:`Guide._return_to_place`). When the recalled steps put
-   several things the goal does not name each in one place of its own ("put iron on
-   ironing board", "insert milk carton into fridge": a tidying, as in the Cleaning game),
+   place of a blocked step, :meth:`Guide._return_to_place`). When the recalled steps take
+   several things the goal does not name and put each in one place of its own ("put iron
+   on ironing board", "insert milk carton into fridge": a tidying, as in the Cleaning game),
    that place is where the thing belongs in any house, while the recalled route and the
    other things the recalled game handled are not this one's. Then, before rules 3--5: a
    thing held is put where it belongs as soon as that is admissible; a thing lying
@@ -813,8 +813,8 @@ class Guide:
 
     def _put_back(self, homes: dict[str, str], admissible: Sequence[str],
                   taken: Sequence[str]) -> Advice | None:
-        """Rule 7, things that belong somewhere: when the recall puts :data:`TIDYING` or
-        more things the goal does not name each in a place of its own, all different (a
+        """Rule 7, things that belong somewhere: when the recall takes :data:`TIDYING` or
+        more things the goal does not name and puts each in a place of its own, all different (a
         tidying: "put iron on ironing board", "insert milk carton into fridge"), that place
         is where the thing belongs, in any house. A thing held is put where it belongs as
         soon as that is admissible; a thing lying anywhere else is taken (never from where
