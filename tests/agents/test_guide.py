@@ -708,6 +708,34 @@ def test_a_held_thing_goes_where_it_belongs_and_a_misplaced_one_is_taken() -> No
     assert set(advice.actions) <= {"go east", "go north"}
 
 
+def test_knowledge_lines_saying_where_things_belong_count_as_placements() -> None:
+    from deltamem.agents.guide import belongings
+
+    knowledge = ("## Environment knowledge memory\n"
+                 "- iron: belongs in/on ironing board (putting it there scored)\n"
+                 "- milk carton: belongs in/on fridge (putting it there scored)\n"
+                 "- raincoat: belongs in/on coat hook (putting it there scored)\n"
+                 "- tv remote: found in/on shoe rack\n")
+    assert belongings(knowledge) == {"iron": "ironing board", "milk carton": "fridge",
+                                     "raincoat": "coat hook"}
+    holding = ["examine fridge", "go west", "drop milk carton",
+               "insert milk carton into fridge", "put milk carton on kitchen counter"]
+    # a recall with no steps at all: the knowledge alone is a tidying
+    g = Guide(knowledge, _TIDY_GOAL)
+    assert g.advise(holding, ["take milk carton"], holding).actions == (
+        "insert milk carton into fridge",)
+    # two places are not enough, as for the steps
+    g = Guide("\n".join(knowledge.splitlines()[:3]), _TIDY_GOAL)
+    assert g.advise(holding, ["take milk carton"], holding).actions != (
+        "insert milk carton into fridge",)
+    # where the steps and a scored placement differ, the scored one wins
+    recall = _TIDY_RECALL.replace("insert milk carton into fridge",
+                                  "put milk carton on kitchen counter")
+    g = Guide(recall + "\n" + knowledge.splitlines()[2], _TIDY_GOAL)
+    assert g.advise(holding, ["take milk carton"], holding).actions == (
+        "insert milk carton into fridge",)
+
+
 def test_a_held_thing_is_carried_back_to_the_room_seen_holding_its_place() -> None:
     g = Guide(_TIDY_RECALL, _TIDY_GOAL)
     laundry = ["examine ironing board", "go east"]

@@ -98,6 +98,46 @@ def test_env_knowledge_reads_places_and_behaviour():
     assert X.extract("env_residual", make_episode(), chain, "alfworld") is None
 
 
+def _textworld_cleaning_episode():
+    from deltamem.types import Episode, Step, Task
+
+    scene = ("-= Hallway =-\nYou are in a hallway. You can make out a shoe rack. On the shoe "
+             "rack you can make out a tv remote and a sneakers, so there's that. There is an "
+             "iron on the floor.")
+    task = Task(id="cleaning-0", goal="Put each item back where it belongs.", scene=scene,
+                domain="textworld", split="test", observation=scene, max_steps=30)
+    steps = (
+        Step("take iron", "You pick up the iron from the ground.", reward=1 / 6),
+        Step("go north", "-= Laundry Room =-\nYou see a stapler on the ironing board. The "
+             "washing machine contains a dirty sock."),
+        Step("put iron on ironing board", "You put the iron on the ironing board.",
+             reward=1 / 6),
+        Step("put stapler on washing machine", "You put the stapler on the washing machine."),
+    )
+    return Episode(task, steps, success=False, reward=1 / 3, max_steps=30)
+
+
+def test_textworld_knowledge_reads_the_prose_and_the_scored_placements_first():
+    ep = _textworld_cleaning_episode()
+    lines = X.extract("env_root", ep, [], "textworld").procedure.splitlines()
+    assert lines[0] == "- iron: belongs in/on ironing board (putting it there scored)"
+    # a placement the game did not score is no rule of the world
+    assert not any("stapler: belongs" in line for line in lines)
+    for fact in ("tv remote: found in/on shoe rack", "sneakers: found in/on shoe rack",
+                 "iron: found in/on hallway", "stapler: found in/on ironing board",
+                 "dirty sock: found in/on washing machine"):
+        assert f"- {fact}" in lines
+    # the household patterns find nothing in TextWorld's prose
+    assert "(no object locations" in X.extract("env_root", ep, [], "alfworld").procedure
+
+
+def test_textworld_knowledge_residual_keeps_only_new_facts():
+    ep = _textworld_cleaning_episode()
+    root = X.extract("env_root", ep, [], "textworld")
+    assert X.extract("env_residual", ep, [ChainEntry("ROOT", "SUCCESS", root)],
+                     "textworld") is None
+
+
 def test_unknown_domain_is_refused():
     from deltamem.errors import ConfigError
 

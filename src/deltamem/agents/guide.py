@@ -83,7 +83,10 @@ the admissible actions and the steps taken so far.
    examined but not taken), and compass moves are known to undo each other. Things the
    goal names are left to rules 3--5, and the rule stays idle unless :data:`TIDYING`
    other things go to as many different places (a household procedure puts the goal's
-   object; a ScienceWorld one moves its tools, or gathers things in one box).
+   object; a ScienceWorld one moves its tools, or gathers things in one box). Knowledge
+   lines that say where a thing belongs (:func:`belongings`: ``- iron: belongs in/on
+   ironing board``, a placement the game scored, written by DeltaMem's Env-Tree in
+   TextWorld) count as such placements and win over the steps' where they differ.
 
 0. **Items, best first** (:func:`procedures`). A recall's items reach the guide as
    items, not as one text: each item that starts a procedure is followed on its own,
@@ -195,6 +198,19 @@ def placements(steps: Iterable[str]) -> dict[str, str]:
     return {thing: next(iter(p)) for thing, p in places.items()
             if len(p) == 1 and thing in taken  # a thing fetched to be put away
             and "{" not in thing + next(iter(p))}  # no unbound placeholder
+
+
+_BELONGS = re.compile(
+    r"(?:^|\s)[-*]\s*((?:[A-Za-z][\w-]* )*[A-Za-z][\w-]*):\s*belongs in/on\s+"
+    r"([A-Za-z][\w -]*?)\s*(?:\(|$)", re.MULTILINE)
+
+
+def belongings(text: str) -> dict[str, str]:
+    """Where knowledge lines of a recall say things belong (rule 7): ``{thing: place}``
+    from ``- iron: belongs in/on ironing board (putting it there scored)`` (DeltaMem's
+    Env-Tree in TextWorld: a placement the game scored). Kinds as :func:`placements`."""
+    return {abstract_action(m.group(1)): abstract_action(m.group(2))
+            for m in _BELONGS.finditer(text)}
 
 
 def _held_things(admissible: Iterable[str]) -> set[str]:
@@ -702,6 +718,7 @@ class Guide:
         self._subs: dict[str, str] = {}  # rule 4c, set by _walk
         self._named: frozenset[str] = frozenset()  # words of the steps done (rule 4c)
         self._rooms = _Rooms()  # rule 7's search
+        self._belongs = belongings(self.recall_text)  # rule 7: knowledge lines
 
     def absent(self, step: str) -> bool:
         """Whether the thing ``step`` handles occurs in no action offered so far in this
@@ -797,8 +814,9 @@ class Guide:
         self.compounds = _compounds((*offered, *admissible), verbs)
         self._seen = frozenset(abstract_action(a) for a in (*offered, *admissible))
         filled = [(text, self.steps(verbs, text)) for text in self.procedures]
-        back = self._put_back(placements(s for _, steps in filled for s in steps),
-                              admissible, taken)
+        homes = placements(s for _, steps in filled for s in steps)
+        homes.update(self._belongs)
+        back = self._put_back(homes, admissible, taken)
         if back is not None:
             return back
         first: Advice | None = None

@@ -32,6 +32,16 @@ C.7: "specific room -> item mappings"), still with plain text processing:
   kitchen. In it, you see: ...``, items on or in others included) as
   ``item: found in/on room``, the items the episode handled first.
 
+TextWorld (domain ``textworld``) writes where things are in prose the household patterns do
+not read ("On the desk you can make out a laptop", "The fridge contains a milk carton"), so its
+knowledge adds, before what those patterns find:
+
+* the placements the game scored (a ``put``/``insert`` step with a positive reward:
+  ``iron: belongs in/on ironing board (putting it there scored)``), an interaction rule of
+  the world in the sense of App. C.5 (B);
+* ``item: found in/on place`` for every thing the prose shows on or in another (or on the
+  floor of a room: the room).
+
 Every other domain is extracted exactly as before these rules (a test compares household
 payloads byte for byte).
 
@@ -110,6 +120,18 @@ _STEP_NO = re.compile(r"^\s*\d+\.\s*")
 _IN_IT = re.compile(r"in it, you see ([^.]*)", re.IGNORECASE)
 _TARGET = re.compile(r"^(?:go to|open|teleport to|move to|look in|examine) (?:the )?(.+)$")
 _STATE = re.compile(r"the ([a-z][a-z -]*?)(?: \d+)? is (closed|open|locked|on|off)\b", re.I)
+# TextWorld's text generator writes where things are in prose ("On the desk you can make out
+# a laptop and a stapler, so there's that.", "You see a pillow on the bed.", "The fridge
+# contains a milk carton.", "There is a coin on the floor."), under a room heading "-= Office =-"
+_TW_ROOM = re.compile(r"-= (.+?) =-")
+_TW_ON = re.compile(
+    r"\bon the ([a-z][a-z -]*?),? (?:you (?:can )?(?:see|make out)|is|are) ([^.!?]*)", re.I)
+_TW_SEEN_ON = re.compile(
+    r"\byou (?:can )?(?:see|make out) ([^.!?]*?) on the ([a-z][a-z -]*?)(?=[,.!?]|$)", re.I)
+_TW_CONTAINS = re.compile(r"\bthe ([a-z][a-z -]*?) contains ([^.!?]*)", re.I)
+_TW_FLOOR = re.compile(r"\bthere is ([^.!?]*?) on the floor\b", re.I)
+_TW_FLAVOUR = re.compile(r",\s*so there's that\s*$", re.I)
+_TW_PLACING = re.compile(r"^(?:put|insert) (.+?) (?:on|onto|into|in) (.+)$")
 _INVALID_HINTS = (
     "nothing happened",
     "no known action",
@@ -369,6 +391,7 @@ class StructuralExtractor:
     ) -> Payload | None:
         preset = get_domain(domain)
         sw = domain == "scienceworld"
+        tw = domain == "textworld"
         literal = (self.skill_words or preset.skill_words) == "literal"
         edit = (self.skill_deltas or preset.skill_deltas) == "edits"
         if role == "task_root_success":
@@ -380,9 +403,9 @@ class StructuralExtractor:
         if role == "task_residual_failure":
             return self._failure(episode, chain=chain)
         if role == "env_root":
-            return self._knowledge(episode, chain=(), sw=sw)
+            return self._knowledge(episode, chain=(), sw=sw, tw=tw)
         if role == "env_residual":
-            return self._knowledge(episode, chain=chain, sw=sw)
+            return self._knowledge(episode, chain=chain, sw=sw, tw=tw)
         raise ValueError(f"unknown extraction role {role!r}")
 
     # -- task tree -----------------------------------------------------------
@@ -466,6 +489,40 @@ class StructuralExtractor:
         return Payload(_clip(activation, MAX_ACTIVATION), _clip(procedure, MAX_PROCEDURE), "")
 
     # -- env tree --------------------------------------------------------------
+    def _tw_facts(self, ep: Episode) -> list[str]:
+        """TextWorld knowledge, read from the generator's prose: the placements the game
+        scored first (``iron: belongs in/on ironing board (putting it there scored)``, a put
+        or insert step whose reward was positive: an interaction rule of the world, App.
+        C.5 (B)), then ``item: found in/on place`` for every thing seen on or in another
+        (or on the floor of a room: the room). The household patterns of :meth:`_facts`
+        find nothing in TextWorld's prose: before these, every TextWorld Env-Tree node
+        said "(no object locations were observed)"."""
+        scored: list[str] = []
+        seen: list[str] = []
+        first = ep.task.observation or ep.task.scene
+        room = ""
+        for step in [Step(action="", observation=first), *ep.steps]:
+            m = _TW_PLACING.match(abstract_text(step.action).lower())
+            if m and step.reward > 0 and not _is_invalid(step):
+                scored.append(f"{m.group(1)}: belongs in/on {m.group(2)} "
+                              "(putting it there scored)")
+            obs = step.observation
+            heading = _TW_ROOM.search(obs)
+            if heading:
+                room = heading.group(1).strip().lower()
+            pairs: list[tuple[str, str]] = []
+            for rx, place_first in ((_TW_ON, True), (_TW_CONTAINS, True), (_TW_SEEN_ON, False)):
+                for a, b in rx.findall(obs):
+                    place, listing = (a, b) if place_first else (b, a)
+                    pairs.append((place, _TW_FLAVOUR.sub("", listing)))
+            if room:
+                pairs += [(room, listing) for listing in _TW_FLOOR.findall(obs)]
+            for place, listing in pairs:
+                place = abstract_text(place).lower().strip()
+                for item in _split_items(listing):
+                    seen.append(f"{item}: found in/on {place}")
+        return list(dict.fromkeys(scored + seen))
+
     def _facts(self, ep: Episode) -> list[str]:
         facts: list[str] = []
         first = ep.task.observation or ep.task.scene
@@ -504,9 +561,14 @@ class StructuralExtractor:
                 facts.append(f"pitfall: '{abstract_text(action)}' had no effect")
         return list(dict.fromkeys(facts))
 
-    def _knowledge(self, ep: Episode, chain: Sequence[ChainEntry], sw: bool = False
-                   ) -> Payload | None:
-        facts = _sw_facts(ep) if sw else self._facts(ep)
+    def _knowledge(self, ep: Episode, chain: Sequence[ChainEntry], sw: bool = False,
+                   tw: bool = False) -> Payload | None:
+        if sw:
+            facts = _sw_facts(ep)
+        elif tw:  # TextWorld's own prose first, then what the household patterns find
+            facts = list(dict.fromkeys(self._tw_facts(ep) + self._facts(ep)))
+        else:
+            facts = self._facts(ep)
         scene = abstract_text(ep.task.scene_text)[:240]
         if chain:
             known = _chain_lines(chain)
