@@ -31,9 +31,15 @@ class DiesOnce(CorridorEnv):
         self.at = at
 
     def reset(self, task_id: str):  # type: ignore[no-untyped-def]
-        if self.resets == self.at and not self.marker.exists():
-            self.marker.write_text("died")
-            os._exit(17)
+        if self.resets == self.at:
+            try:  # created atomically: of two workers reaching here together, one dies
+                fd = os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                pass
+            else:
+                os.write(fd, b"died")
+                os.close(fd)
+                os._exit(17)
         return super().reset(task_id)
 
 
