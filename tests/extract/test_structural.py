@@ -13,6 +13,7 @@ from deltamem.errors import ConfigError
 from deltamem.extract import LLMExtractor, StructuralExtractor
 from deltamem.llm import ScriptedLLM
 from deltamem.testing import make_episode
+from deltamem.types import Episode, Step, Task
 
 X = StructuralExtractor()
 
@@ -99,8 +100,6 @@ def test_env_knowledge_reads_places_and_behaviour():
 
 
 def _textworld_cleaning_episode():
-    from deltamem.types import Episode, Step, Task
-
     scene = ("-= Hallway =-\nYou are in a hallway. You can make out a shoe rack. On the shoe "
              "rack you can make out a tv remote and a sneakers, so there's that. There is an "
              "iron on the floor.")

@@ -164,9 +164,9 @@ _PREPOSITIONS = frozenset({"to", "into", "in", "on", "from", "with", "in/on", "a
 #: verbs whose action commits the episode to its object (ScienceWorld's "focus on OBJ":
 #: focusing on the wrong object ends the task): realised exactly, never loosely
 _COMMITTING = frozenset({"focus"})
-_FOUND = re.compile(
-    r"(?:^|\s)[-*]\s*((?:[A-Za-z][\w-]* )*[A-Za-z][\w-]*):\s*found in/on\s+([A-Za-z][\w -]*?)"
-    r"\s*$", re.MULTILINE)
+# a knowledge line's subject: "- <thing>:" (DeltaMem's Env-Tree), shared by rules 5 and 7
+_KNOWN = r"(?:^|\s)[-*]\s*((?:[A-Za-z][\w-]* )*[A-Za-z][\w-]*):\s*"
+_FOUND = re.compile(_KNOWN + r"found in/on\s+([A-Za-z][\w -]*?)\s*$", re.MULTILINE)
 _SEEN_ON = re.compile(r"\b(?:on|in) the ([a-z][a-z -]*?) \d+, you see ([^.\n]*)", re.IGNORECASE)
 _SEEN_IN = re.compile(r"\byou open the ([a-z][a-z -]*?) \d+\.[^\n>]*?in it, you see ([^.\n]*)",
                       re.IGNORECASE)
@@ -200,9 +200,7 @@ def placements(steps: Iterable[str]) -> dict[str, str]:
             and "{" not in thing + next(iter(p))}  # no unbound placeholder
 
 
-_BELONGS = re.compile(
-    r"(?:^|\s)[-*]\s*((?:[A-Za-z][\w-]* )*[A-Za-z][\w-]*):\s*belongs in/on\s+"
-    r"([A-Za-z][\w -]*?)\s*(?:\(|$)", re.MULTILINE)
+_BELONGS = re.compile(_KNOWN + r"belongs in/on\s+([A-Za-z][\w -]*?)\s*(?:\(|$)", re.MULTILINE)
 
 
 def belongings(text: str) -> dict[str, str]:
