@@ -309,6 +309,63 @@ def test_constrained_config_reaches_the_agent(tmp_path: Path) -> None:
     assert result.phase("online").success_rate == 1.0
 
 
+class _TemperatureLLM(ScriptedLLM):
+    """The scripted agent, recording the temperature of every call."""
+
+    def __init__(self) -> None:
+        super().__init__(responder=lambda m, p, c: "Thought: the exit is east.\nAction: go east")
+        self.temperatures: list[float] = []
+
+    def _complete(self, messages, *, schema, choices, max_tokens, temperature, purpose):  # type: ignore[no-untyped-def]
+        self.temperatures.append(temperature)
+        return super()._complete(messages, schema=schema, choices=choices,
+                                  max_tokens=max_tokens, temperature=temperature,
+                                  purpose=purpose)
+
+
+def test_attempts_play_every_game_again_from_a_fresh_bank(tmp_path: Path, faults: Faults) -> None:
+    config = _config(tmp_path, episodes=3, attempts=2, temperature=0.7)
+    llm = _TemperatureLLM()
+    result = _run(config, llm=llm)
+    lines = _lines(config)
+    order = CorridorEnv().task_ids("test", seed=0)[:3]
+    assert [r["task_id"] for r in lines] == order * 2
+    assert [r["attempt"] for r in lines] == [1, 1, 1, 2, 2, 2]
+    assert [r["position"] for r in lines] == [0, 1, 2] * 2
+    # attempt 2 starts from an empty bank of its own: it never recalls attempt 1's games
+    assert [r["recall"]["chars"] for r in lines[3:]] == [0, 0, 0]
+    assert _bank(config)["learned"] == [r["episode_id"] for r in lines[:3]]
+    assert _bank(config, "bank-attempt2.db")["learned"] == [r["episode_id"] for r in lines[3:]]
+    assert result.episodes == 6 and llm.temperatures and set(llm.temperatures) == {0.7}
+    # resuming a finished run plays nothing again
+    assert _run(config).episodes == 6 and len(_lines(config)) == 6
+
+
+def test_attempts_of_train_to_test_copy_the_built_bank_each_time(
+    tmp_path: Path, faults: Faults
+) -> None:
+    config = _config(tmp_path, protocol="train-to-test", train_episodes=2, episodes=2,
+                     attempts=2, temperature=0.5)
+    _run(config)
+    lines = _lines(config)
+    assert [(r["phase"], r.get("attempt")) for r in lines] == [
+        ("build", None), ("build", None), ("frozen", 1), ("frozen", 1), ("unfrozen", 1),
+        ("unfrozen", 1), ("frozen", 2), ("frozen", 2), ("unfrozen", 2), ("unfrozen", 2)]
+    run_dir = Path(config.run_dir)
+    built = (run_dir / "bank.db").read_bytes()
+    assert (run_dir / "bank-frozen-attempt2.db").read_bytes() == built
+    assert len(_bank(config, "bank-unfrozen.db")["learned"]) == 4
+    assert len(_bank(config, "bank-unfrozen-attempt2.db")["learned"]) == 4
+
+
+def test_attempts_need_a_temperature(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="needs a temperature above 0"):
+        _config(tmp_path, attempts=2)
+    with pytest.raises(ValueError):
+        _config(tmp_path, temperature=-0.1)
+    assert _config(tmp_path, attempts=1).attempts == 1
+
+
 def test_progress_bar_runs(tmp_path: Path) -> None:
     result = _run(_config(tmp_path, memory="none", episodes=2), progress=True)
     assert result.episodes == 2

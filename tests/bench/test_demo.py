@@ -228,3 +228,34 @@ def test_results_script_pairs_the_score_where_the_environment_scores_progress(
     mod.main([str(tmp_path / "demo" / m) for m in ("none", "deltamem")] + ["--out", str(out)])
     line = next(x for x in out.read_text().splitlines() if x.startswith("* deltamem − none"))
     assert "success +100.0 [+100.0, +100.0] *; score +75.0 [+75.0, +75.0] *" in line
+
+
+def test_results_script_counts_a_game_s_attempts_as_one_game(tmp_path: Path) -> None:
+    """With attempts, a game's success is the mean of its attempts, and the intervals and
+    the paired differences are over games, not over episodes."""
+    import json
+
+    from deltamem.bench.config import RunConfig
+
+    wins = {"none": {"g1": [0, 0], "g2": [0, 0]},
+            "deltamem": {"g1": [1, 0], "g2": [1, 1]}}
+    for memory, games in wins.items():
+        d = tmp_path / memory
+        d.mkdir()
+        cfg = RunConfig(run_dir=d, env="corridor", split="test", llm="scripted", memory=memory,
+                        attempts=2, temperature=0.5)
+        (d / "config.json").write_text(cfg.to_json())
+        recs = [{"index": a * 2 + i, "phase": "online", "position": i, "task_id": g,
+                 "attempt": a + 1, "success": bool(games[g][a]),
+                 "reward": float(games[g][a]), "steps": 3, "usage": {}, "wall_s": 1.0,
+                 "bank": {}} for a in range(2) for i, g in enumerate(games)]
+        (d / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    out = tmp_path / "results.md"
+    _results_script().main([str(tmp_path / "none"), str(tmp_path / "deltamem"),
+                            "--out", str(out)])
+    text = out.read_text()
+    row = next(x for x in text.splitlines() if x.startswith("| deltamem |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:7] == ["4 (2 games)", "75.0", "[50.0, 100.0]", "+75.0 [+50.0, +100.0] *"]
+    assert "* deltamem − none (online, 2 games)" not in text  # success only: the table has it
+    assert "--temperature 0.5 --attempts 2" in text

@@ -277,3 +277,31 @@ def test_thread_budget_is_followed_at_each_call(smol: LocalLLM) -> None:
         assert fixed_core.lib.llama_n_threads(fixed_core.ctx) == 1  # n_threads given: kept
     finally:
         local.set_thread_budget(None)
+
+
+class _SeedRecorder:
+    """A stand-in engine that records the sampling seed of every generation."""
+
+    def __init__(self) -> None:
+        self.seeds: list[int] = []
+
+    def generate(self, messages, *, schema, max_tokens, temperature, seed):  # type: ignore[no-untyped-def]
+        self.seeds.append(seed)
+        return "ok", 3, 1
+
+
+def test_sampled_generations_draw_a_new_seed_each_call_and_greedy_ones_keep_it() -> None:
+    msgs = [{"role": "user", "content": "Name one kitchen object."}]
+
+    def seeds(temperature: float, seed: int = 0) -> list[int]:
+        llm = LocalLLM(seed=seed)
+        engine = _SeedRecorder()
+        llm._engine = engine  # type: ignore[assignment]
+        for _ in range(3):
+            llm.complete(msgs, purpose="free", max_tokens=4, temperature=temperature)
+        return engine.seeds
+
+    assert seeds(0.0) == [0, 0, 0] and seeds(0.0, seed=7) == [7, 7, 7]
+    sampled = seeds(0.7)
+    assert len(set(sampled)) == 3  # a repeated identical request gets a new sample
+    assert seeds(0.7) == sampled and seeds(0.7, seed=1) != sampled  # a run repeats as a whole

@@ -52,7 +52,15 @@ working one). When the memory has them, three optional members, read with ``geta
   same task and plays again with ``memory.recall(task)``. The returned episode is the
   last attempt; its usage covers all attempts.
 
-Its prompts are ``deltamem/prompts/ariadne/{plan,act,explore_check}.txt``.
+Its prompts are ``deltamem/prompts/ariadne/{plan,act,explore_check}.txt``, sent after
+:data:`AGENT_SYSTEM`. **Prompt layout:** the plan and the decision prompt open with the same
+working memory (goal, history, observation, memory), and each call's own part (the plan,
+the exits, the actions and the instructions) comes after it, so the decision re-uses the
+planner's evaluated prefix in a model's KV cache instead of evaluating it again (the paper
+gives the components, not their order).
+
+**Sampling.** ``temperature`` (0: greedy) applies to the planner and the decision; with
+it above 0, a game's repeated attempts (the paper's five attempts per game) differ.
 
 Step cap, rewards and outcome follow :class:`~deltamem.agents.react.ReActAgent`.
 """
@@ -76,6 +84,7 @@ from deltamem.templates import render_prompt
 from deltamem.types import Episode, Recall, Step, Task, Usage
 
 __all__ = [
+    "AGENT_SYSTEM",
     "DEFAULTS",
     "AriadneAgent",
     "Plan",
@@ -92,6 +101,9 @@ STEP_CHARS = 100
 """Longest ``sub_goal`` and longest ``reason`` of a plan step (characters)."""
 REASON_CHARS = 200
 """Longest ``reason_for_action`` of a decision (characters)."""
+AGENT_SYSTEM = ("You are an agent that plays a text-based game: you keep a plan and choose "
+                "actions. Answer with one JSON object and nothing else.")
+"""The system message of the planner, the decision and the exploration check."""
 DEFAULTS: dict[str, Any] = {"history": 5, "explore_check": "keywords", "plan_steps": 5}
 """Agent settings used when neither the agent nor the memory's config sets them."""
 
@@ -322,7 +334,8 @@ class AriadneAgent:
                            prompt=render_prompt("ariadne", "plan", **self._values(wm)),
                            schema=plan_schema(int(self.plan_steps or DEFAULTS["plan_steps"])),
                            shape='{"main_goal": str, "plan_steps": [{"sub_goal", "reason"}]}',
-                           max_tokens=self.max_tokens)
+                           max_tokens=self.max_tokens, system=AGENT_SYSTEM,
+                           temperature=self.temperature)
         except ExtractionError:
             wm.plan_rejections += 1  # ask_json logged it; the previous plan stays
         else:
@@ -337,6 +350,7 @@ class AriadneAgent:
                     self.llm, role="ariadne_explore", purpose="plan",
                     prompt=render_prompt("ariadne", "explore_check", plan=wm.plan.render()),
                     schema=_EXPLORE_SCHEMA, shape='{"explore": bool}', max_tokens=20,
+                    system=AGENT_SYSTEM, temperature=self.temperature,
                 )["explore"])
             except ExtractionError:
                 wm.explore = needs_exploration(wm.plan)
@@ -353,7 +367,8 @@ class AriadneAgent:
             obj = ask_json(self.llm, role="ariadne_act", purpose="act",
                            prompt=render_prompt("ariadne", "act", **values), schema=schema,
                            shape='{"reason_for_action": str, "action_to_take": str}',
-                           max_tokens=self.max_tokens)
+                           max_tokens=self.max_tokens, system=AGENT_SYSTEM,
+                           temperature=self.temperature)
         except ExtractionError as e:
             wm.last_answer = e.raw[:200]
             return "", None

@@ -8,7 +8,9 @@ where the run kept ``trajectories.jsonl``, the mean steps of won episodes and th
 steps (steps before the goal's object was first picked up, over the episodes where it was,
 with their count). The command that reproduces each run is rebuilt from its ``config.json``.
 Systems named by ``expect`` with no run in a group are listed as missing, so the page says
-what was not measured.
+what was not measured. A run that played each game several times (``attempts``) counts
+per game: success and reward are a game's mean over its attempts, intervals and paired
+differences are over games.
 
 ``python scripts/results.py`` writes ``docs/results.md`` with :func:`build` (and
 :func:`splice` for one named section); ``deltamem sweep`` writes the same page for the cells
@@ -61,7 +63,23 @@ def _bank_units(rec: dict[str, Any]) -> str:
 _ON_COMMAND_LINE = frozenset({
     "run_dir", "env", "split", "memory", "llm", "episodes", "seed", "embedder", "protocol",
     "train_agent", "train_episodes", "constrained", "guide", "repeat_limit", "max_steps",
-    "memory_options", "env_options", "eval_modes", "init_bank", "frozen", "llm_options"})
+    "memory_options", "env_options", "eval_modes", "init_bank", "frozen", "llm_options",
+    "temperature", "attempts"})
+
+
+def _per_game(rows: list[dict[str, Any]], key: str = "success") -> dict[str, float]:
+    """``key`` per game (task id, in first-played order): the mean over the game's attempts
+    (a run with ``attempts`` > 1 plays each game several times; one attempt: its value)."""
+    sums: dict[str, list[float]] = {}
+    for r in rows:
+        sums.setdefault(r["task_id"], []).append(float(r[key]))
+    return {t: sum(v) / len(v) for t, v in sums.items()}
+
+
+def _episodes(rows: list[dict[str, Any]]) -> str:
+    """The episode count, with games x attempts when games were played more than once."""
+    games = len({r["task_id"] for r in rows})
+    return str(len(rows)) if games == len(rows) else f"{len(rows)} ({games} games)"
 
 
 def _won_steps(rows: list[dict[str, Any]]) -> str:
@@ -111,6 +129,10 @@ def command(cfg: RunConfig) -> str:
         parts.append(f"--repeat-limit {cfg.repeat_limit}")
     if cfg.max_steps:
         parts.append(f"--max-steps {cfg.max_steps}")
+    if cfg.temperature:
+        parts.append(f"--temperature {cfg.temperature}")
+    if cfg.attempts != 1:
+        parts.append(f"--attempts {cfg.attempts}")
     parts += [f"-o {k}={json.dumps(v)}" for k, v in sorted(cfg.memory_options.items())]
     parts += [f"-e {k}={json.dumps(v)}" for k, v in sorted(cfg.env_options.items())]
     extra = []
@@ -167,7 +189,7 @@ def _versus(runs: list[tuple[RunConfig, list[dict[str, Any]]]], mine: str) -> li
     lines include ``none``: the table's "Δ vs none" column pairs success only."""
     label = _labels(runs)
     def outcomes(recs: list[dict[str, Any]], ph: str, key: str = "success") -> dict[str, float]:
-        return {r["task_id"]: float(r[key]) for r in recs if r["phase"] == ph}
+        return _per_game([r for r in recs if r["phase"] == ph], key)
 
     partial = any(float(r.get("reward", r["success"])) != float(r["success"])
                   for _, recs in runs for r in recs if r["phase"] in EVAL_PHASES)
@@ -219,7 +241,7 @@ def _within(runs: list[tuple[RunConfig, list[dict[str, Any]]]], versus: str) -> 
     label = _labels(runs)
 
     def outcomes(recs: list[dict[str, Any]], ph: str) -> dict[str, float]:
-        return {r["task_id"]: float(r["success"]) for r in recs if r["phase"] == ph}
+        return _per_game([r for r in recs if r["phase"] == ph])
 
     lines = []
     for cfg, recs in runs:
@@ -333,8 +355,8 @@ def build(run_dirs: list[Path], expect: list[str], note: str, *,
                 for ph in EVAL_PHASES:
                     rows = [r for r in recs if r["phase"] == ph]
                     if rows:
-                        base[ph] = ([r["task_id"] for r in rows],
-                                    [float(r["success"]) for r in rows])
+                        per = _per_game(rows)
+                        base[ph] = (list(per), list(per.values()))
         # no memory learns nothing, so its frozen and unfrozen phases are the same games
         # played the same way: either is the baseline of both train-to-test phases
         for a, b in (("frozen", "unfrozen"), ("unfrozen", "frozen")):
@@ -347,11 +369,12 @@ def build(run_dirs: list[Path], expect: list[str], note: str, *,
                 rows = [r for r in recs if r["phase"] == ph]
                 if not rows:
                     continue
-                wins = [float(r["success"]) for r in rows]
-                rewards = [float(r["reward"]) for r in rows]
+                # per game (the mean of its attempts): the interval is over games
+                mine = _per_game(rows)
+                wins = list(mine.values())
+                rewards = list(_per_game(rows, "reward").values())
                 delta = "-"
                 if cfg.memory != "none" and ph in base:
-                    mine = {r["task_id"]: float(r["success"]) for r in rows}
                     both = [(t, w) for t, w in zip(*base[ph], strict=True) if t in mine]
                     if both:  # paired on the games both runs finished
                         ids = [t for t, _ in both]
@@ -359,9 +382,9 @@ def build(run_dirs: list[Path], expect: list[str], note: str, *,
                                  ids_b=ids)
                         delta = (f"{g.diff * 100:+.1f} [{g.low * 100:+.1f}, "
                                  f"{g.high * 100:+.1f}]" + (" *" if g.excludes_zero else "")
-                                 + (f" (on {len(ids)})" if len(ids) != len(rows) else ""))
+                                 + (f" (on {len(ids)})" if len(ids) != len(mine) else ""))
                 out.append(
-                    f"| {label[cfg.run_dir]} | {_built_by(cfg)} | {ph} | {len(rows)} | "
+                    f"| {label[cfg.run_dir]} | {_built_by(cfg)} | {ph} | {_episodes(rows)} | "
                     f"{_pct(sum(wins) / len(wins))} | "
                     f"{_ci(wins)} | {delta} | {_pct(sum(rewards) / len(rewards))} | "
                     f"{_won_steps(rows)} | {_search(cfg, rows)} | "

@@ -107,6 +107,15 @@ class RunConfig(BaseModel):
             run's ``llm``) reads the trajectory instead. The environment's outcome stays
             in each record's ``success``, the verdict beside it under ``verdict``; an
             uncertain or refused verdict learns nothing.
+        temperature: the acting agent's sampling temperature (0: greedy, the papers'
+            setting for a single run).
+        attempts: play every evaluated game this many times (the AriGraph paper's five
+            attempts per game), each attempt from a fresh start: the online protocol's
+            attempt k learns into its own bank (``bank-attempt{k}.db``), an evaluation
+            phase's attempt plays from its own copy of the built bank. With
+            ``temperature`` 0 a deterministic agent repeats itself, so attempts beyond
+            the first need a temperature above 0 (:class:`ConfigError` otherwise).
+            Results count per game: the mean over its attempts.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -139,6 +148,8 @@ class RunConfig(BaseModel):
     train_agent: str | None = None
     guide: Literal["off", "hint", "prior"] = "off"
     judge: str | None = None
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    attempts: int = Field(default=1, ge=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -177,6 +188,9 @@ class RunConfig(BaseModel):
             raise ValueError("train_agent applies to the train-to-test protocol's build phase")
         if self.judge is not None and not self.judge.strip():
             raise ValueError("judge must be 'scripted' or an LLM spec, not empty")
+        if self.attempts > 1 and self.temperature == 0:
+            raise ValueError(f"attempts={self.attempts} needs a temperature above 0: a greedy "
+                             "agent plays every attempt of a game alike")
         return self
 
     def to_json(self) -> str:

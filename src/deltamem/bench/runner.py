@@ -11,6 +11,10 @@ Protocols (paper §4.1, §4.3):
   bank, so both start from the same bytes. A frozen phase checks that its bank
   is byte-identical at the end and raises :class:`StoreError` if the memory
   changed it anyway.
+* Attempts (``attempts`` > 1, with a ``temperature`` above 0): every evaluated phase is
+  played once per attempt, each attempt from a fresh start (its own bank), so a game's
+  attempts are independent samples of the same system (the AriGraph paper's five attempts
+  per game); records carry ``attempt``.
 * Outcome judge: with ``judge`` set, each episode a phase learns is first judged from its
   trajectory (:mod:`deltamem.judge`) and learned with the verdict's outcome instead of the
   environment's; an uncertain or refused verdict learns nothing. Each record keeps the
@@ -88,6 +92,7 @@ class _Phase:
     start: int
     learn: bool
     bank: Path
+    attempt: int = 1
 
     @property
     def end(self) -> int:
@@ -176,7 +181,7 @@ class _Session:
             llm, domain=self.domain, constrained=config.constrained,
             max_steps=config.max_steps, history_chars=config.history_chars,
             repeat_limit=config.repeat_limit, max_listed_actions=config.max_listed_actions,
-            guide=config.guide,
+            guide=config.guide, temperature=config.temperature,
         )
         self.judge: Judge | None = None
         if config.judge is not None:
@@ -205,17 +210,29 @@ class _Session:
         return tuple(ids if n is None else ids[:n])
 
     def plan(self) -> list[_Phase]:
+        """The phases in order; with ``attempts`` > 1 the evaluated phases once per attempt,
+        attempt k (k > 1) with a bank of its own (``bank-attempt{k}.db``,
+        ``bank-frozen-attempt{k}.db``, ...)."""
         c, d = self.config, self.run_dir
+
+        def bank(path: Path, k: int) -> Path:
+            return path if k == 1 else path.with_name(f"{path.stem}-attempt{k}{path.suffix}")
+
+        phases: list[_Phase] = []
         if c.protocol == "online":
-            return [_Phase("online", c.split, self._tasks(c.split, c.episodes), 0,
-                           not c.frozen, d / BANK_FILE)]
-        build = _Phase("build", c.train_split, self._tasks(c.train_split, c.train_episodes), 0,
-                       True, d / BANK_FILE)
-        phases = [build]
+            tasks = self._tasks(c.split, c.episodes)
+            for k in range(1, c.attempts + 1):
+                phases.append(_Phase("online", c.split, tasks, len(tasks) * (k - 1),
+                                     not c.frozen, bank(d / BANK_FILE, k), k))
+            return phases
+        phases.append(_Phase("build", c.train_split,
+                             self._tasks(c.train_split, c.train_episodes), 0, True,
+                             d / BANK_FILE))
         evals = self._tasks(c.split, c.episodes)
-        for mode in c.eval_modes:
-            phases.append(_Phase(mode, c.split, evals, phases[-1].end, mode == "unfrozen",
-                                 eval_bank(d, mode)))
+        for k in range(1, c.attempts + 1):
+            for mode in c.eval_modes:
+                phases.append(_Phase(mode, c.split, evals, phases[-1].end, mode == "unfrozen",
+                                     bank(eval_bank(d, mode), k), k))
         return phases
 
     def _check_log(self, phases: list[_Phase]) -> None:
@@ -238,7 +255,9 @@ class _Session:
                 if self.log.next_index >= phase.end:
                     continue
                 done = self.log.records[phase.start : self.log.next_index]
-                display.start(phase.name, phase.split, len(phase.task_ids), len(done),
+                name = phase.name if self.config.attempts == 1 else (
+                    f"{phase.name}, attempt {phase.attempt}/{self.config.attempts}")
+                display.start(name, phase.split, len(phase.task_ids), len(done),
                               sum(bool(r["success"]) for r in done))
                 self._run_phase(phase)
 
@@ -295,6 +314,8 @@ class _Session:
         played = self._play(policy, memory, task, recall)
         episode: Episode | None = played
         record = _record(index, phase, task_id, policy, episode, recall)
+        if self.config.attempts > 1 and phase.name != "build":  # the build is not repeated
+            record["attempt"] = phase.attempt
         if phase.learn and self.judge is not None:
             episode = self._judged(episode, record)
         if not phase.learn:
@@ -347,7 +368,8 @@ class _Session:
             from deltamem.agents.ariadne import AriadneAgent
 
             return AriadneAgent(self.llm, domain=self.domain, max_steps=self.config.max_steps,
-                                repeat_limit=self.config.repeat_limit).play(
+                                repeat_limit=self.config.repeat_limit,
+                                temperature=self.config.temperature).play(
                 env, task, recall, memory=memory)
         return self.agent.play(env, task, recall)
 

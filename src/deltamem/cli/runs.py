@@ -100,6 +100,16 @@ def run(
         typer.Option(help="Constrained mode: leave out an action already taken this many "
                      "times from the current observation (default: off)."),
     ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(min=0.0, max=2.0,
+                     help="The acting agent's sampling temperature (default: 0, greedy).")
+    ] = None,
+    attempts: Annotated[
+        int | None,
+        typer.Option(min=1, help="Play every evaluated game this many times, each attempt "
+                     "from a fresh bank (needs --temperature above 0; default: 1).")
+    ] = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", "-o", help="Memory option key=value.")
     ] = None,
@@ -145,6 +155,8 @@ def run(
         constrained=constrained,
         max_steps=max_steps,
         repeat_limit=repeat_limit,
+        temperature=temperature,
+        attempts=attempts,
         judge=judge,
         memory_options=parse_options(option) if option else None,
         env_options=parse_options(env_option) if env_option else None,

@@ -49,8 +49,10 @@ Contract:
   first, 0.81 → 0.65 s per step; a game's first call 1.24 → 1.34 s
   (``benchmarks/prompt_reuse.py --games 20 --listed 0 --flash-attn auto,off``; 15 of the
   20 games chose every action alike, every game had the same outcome).
-* Temperature 0 decodes greedily; with a fixed ``seed``, results repeat on the
-  same machine and build. Token counts come from llama.cpp.
+* Temperature 0 decodes greedily. Above 0, every call (a choice or a generation) draws
+  from one random stream seeded with ``seed``, so a repeated identical request (a game's
+  next attempt) gets a new sample while a whole run repeats on the same machine and
+  build. Token counts come from llama.cpp.
 """
 
 from __future__ import annotations
@@ -553,10 +555,15 @@ class LocalLLM(BaseLLM):
         engine = self._load()
         with self._call_lock:
             self._follow_budget(engine)
+            seed = self.seed
+            if temperature > 0:  # a seed per call from the run's stream: repeats differ
+                if self._rng is None:
+                    self._rng = np.random.default_rng(self.seed)
+                seed = int(self._rng.integers(2**31 - 1))
             try:
                 text, prompt_tokens, completion_tokens = engine.generate(
                     messages, schema=schema, max_tokens=max_tokens,
-                    temperature=temperature, seed=self.seed,
+                    temperature=temperature, seed=seed,
                 )
             except ConfigError:
                 raise

@@ -243,6 +243,7 @@ def complete_with_repair(
     purpose: str,
     schema: Mapping[str, Any] | None,
     max_tokens: int,
+    temperature: float = 0.0,
 ) -> T:
     """Ask ``llm`` and return ``parse(answer)``; an answer ``parse`` rejects gets one repair.
 
@@ -252,7 +253,8 @@ def complete_with_repair(
     answer is rejected too, its :class:`ExtractionError` propagates (``raw`` = that answer);
     the caller logs it and decides what a rejection means.
     """
-    raw = llm.complete(messages, purpose=purpose, schema=schema, max_tokens=max_tokens).text
+    raw = llm.complete(messages, purpose=purpose, schema=schema, max_tokens=max_tokens,
+                       temperature=temperature).text
     try:
         return parse(raw)
     except ExtractionError as first:
@@ -262,7 +264,8 @@ def complete_with_repair(
         {"role": "assistant", "content": truncate_middle(raw, RAW_IN_REPAIR)},
         {"role": "user", "content": repair_request(reason)},
     ]
-    raw = llm.complete(repair, purpose=purpose, schema=schema, max_tokens=max_tokens).text
+    raw = llm.complete(repair, purpose=purpose, schema=schema, max_tokens=max_tokens,
+                       temperature=temperature).text
     return parse(raw)
 
 
@@ -279,6 +282,7 @@ def ask_json(
     check: Callable[[Any], str | None] | None = None,
     limits_hint: bool = True,
     logger: logging.Logger | None = None,
+    temperature: float = 0.0,
 ) -> Any:
     """One LLM call for a JSON object following ``schema``, with one repair call.
 
@@ -290,6 +294,7 @@ def ask_json(
         check: a rule the schema cannot state (e.g. "the subtasks cover the actions in
             order"): ``None`` when the object is fine, else the reason it is not.
         limits_hint: the repair request also asks to stay within the length limits.
+        temperature: sampling temperature of the call and of its repair (0: greedy).
         logger: where a rejection is logged (default ``deltamem.memory``, the memories'
             logger).
 
@@ -310,7 +315,7 @@ def ask_json(
     try:
         return complete_with_repair(
             llm, messages, parse=parse, purpose=purpose, schema=schema, max_tokens=max_tokens,
-            repair_request=lambda reason: (
+            temperature=temperature, repair_request=lambda reason: (
                 f"Your answer was rejected: {reason}\nReply again with ONLY the corrected JSON "
                 f"object ({shape}){limits}. No text before or after it."))
     except ExtractionError as e:

@@ -8,7 +8,7 @@ pytest.importorskip("networkx")
 
 from typer.testing import CliRunner
 
-from deltamem.agents.ariadne import AriadneAgent, Plan, needs_exploration
+from deltamem.agents.ariadne import AGENT_SYSTEM, AriadneAgent, Plan, needs_exploration
 from deltamem.embed import HashingEmbedder
 from deltamem.errors import ConfigError
 from deltamem.llm.scripted import ScriptedLLM
@@ -191,3 +191,29 @@ def test_ariadne_repeat_limit_must_be_positive() -> None:
     task = env.reset("map-0")
     with pytest.raises(ConfigError, match="repeat_limit"):
         AriadneAgent(ScriptedLLM(), repeat_limit=0).play(env, task, Recall())
+
+
+def test_ariadne_plan_and_decision_share_the_working_memory_prefix() -> None:
+    """The decision's prompt opens with the planner's working memory (a cached prefix for a
+    local model); each call's own part follows it, after the agent's system message."""
+    env = MapEnv(max_steps=2)
+    resp = Responder(["go east", "go east"])
+    seen: list[tuple[str, str, float]] = []
+
+    class Recording(ScriptedLLM):
+        def _complete(self, messages, *, schema, choices, max_tokens, temperature, purpose):  # type: ignore[no-untyped-def]
+            seen.append((purpose, messages[0]["content"], temperature))
+            return super()._complete(messages, schema=schema, choices=choices,
+                                     max_tokens=max_tokens, temperature=temperature,
+                                     purpose=purpose)
+
+    m = AriGraphMemory.open(embedder=HashingEmbedder())
+    task = env.reset("map-0")
+    AriadneAgent(Recording(responder=resp), max_steps=2, temperature=0.4).play(
+        env, task, m.recall(task), memory=m)
+    for plan, act in zip(resp.prompts["plan"], resp.prompts["act"], strict=True):
+        head = plan.split("5. Your previous plan:")[0]
+        assert head.startswith("1. Main goal:") and "4. From your memory:" in head
+        assert act.startswith(head) and "Possible actions:" not in head
+    assert {s for _, s, _ in seen} == {AGENT_SYSTEM}
+    assert {t for _, _, t in seen} == {0.4}
