@@ -75,7 +75,7 @@ def test_every_script_has_a_smoke_run() -> None:
                "mcma_copilot.py", "mcma_hierarchy.py", "overhead.py", "peers.py",
                "recall_matrix.py", "retrieval.py", "robustness_probes.py", "service.py",
                "household_world.py", "prompt_reuse.py", "replicas.py", "sweep_faults.py",
-               "guide.py"}
+               "guide.py", "ariadne_steps.py"}
     scripts = {p.name for p in BENCH.glob("*.py")}
     assert scripts <= covered, f"no smoke run for {sorted(scripts - covered)}"
 
@@ -343,6 +343,21 @@ def test_prompt_reuse(tmp_path: Path) -> None:
     out = run("prompt_reuse.py", "--smoke", "--listed", "50,0", cwd=tmp_path, timeout=1800)
     assert "| history trimmed | actions listed (max) |" in out
     assert len(table_rows(out, "in blocks")) == 2  # one row per listed setting
+
+
+@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.envs
+def test_ariadne_steps(tmp_path: Path) -> None:
+    need("textworld", "networkx")
+    need_local_llm()
+    need_minilm()
+    out = run("ariadne_steps.py", "--smoke", "--env", "textworld:treasure", "--cache-dir",
+              str(tmp_path / "games"), cwd=tmp_path, timeout=1200)
+    assert "| prompt tokens sent / step | evaluated / step |" in out
+    (row,) = [line for line in out.splitlines() if line.startswith("| ") and "[" in line]
+    sent, evaluated = (float(c) for c in row.strip("|").split("|")[:2])
+    assert 0 < evaluated <= sent  # the cache saved something or nothing, never more
 
 
 @pytest.mark.slow
