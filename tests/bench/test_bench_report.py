@@ -57,6 +57,17 @@ def test_report_is_reproducible(run_dir: Path) -> None:
     assert "## Plots" not in first
 
 
+def test_report_of_attempts_counts_games_and_intervals_over_games(tmp_path: Path) -> None:
+    config = RunConfig(run_dir=tmp_path / "run", env="corridor", split="test", llm="scripted",
+                       memory="none", episodes=2, attempts=3, temperature=0.5)
+    run(config, env=CorridorEnv(), llm=ScriptedLLM(responder=lambda m, p, c: "Action: go east"),
+        progress=False)
+    text = report(Path(config.run_dir), plots=False).read_text()
+    # the corridor's two games: one is won every time, one never; over 2 games the interval
+    # spans both (over 6 episodes the percentile bootstrap would be narrower)
+    assert "| online | test | 6 (2 games) | 50.0% | 0.500 [0.000, 1.000] |" in text
+
+
 def test_report_without_matplotlib_says_so(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

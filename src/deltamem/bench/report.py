@@ -106,17 +106,23 @@ def _results_section(
     for name, rs in phases.items():
         n = len(rs)
         rewards = [float(r["reward"]) for r in rs]
-        lo, hi = bootstrap_ci(rewards, seed=seed, n_boot=n_boot)
+        per_game: dict[Any, list[float]] = {}  # a game played in several attempts counts once
+        for r in rs:
+            per_game.setdefault(r.get("task_id", r.get("index")), []).append(float(r["reward"]))
+        lo, hi = bootstrap_ci([sum(v) / len(v) for v in per_game.values()], seed=seed,
+                              n_boot=n_boot)
         succ = sum(bool(r["success"]) for r in rs) / n
         steps = sum(int(r["steps"]) for r in rs) / n
         invalid = sum(int(r.get("invalid_actions", 0)) for r in rs) / n
         size = bank_size(rs[-1].get("bank"))
         out.append(
-            f"| {name} | {rs[0].get('split', '')} | {n} | {succ:.1%} | "
+            f"| {name} | {rs[0].get('split', '')} | "
+            f"{n if len(per_game) == n else f'{n} ({len(per_game)} games)'} | {succ:.1%} | "
             f"{sum(rewards) / n:.3f} [{lo:.3f}, {hi:.3f}] | {steps:.1f} | {invalid:.2f} | "
             f"{'-' if size is None else size} |"
         )
-    out += ["", f"CI: percentile bootstrap of the mean, {n_boot} resamples, seed {seed}.", ""]
+    out += ["", f"CI: percentile bootstrap of the mean, {n_boot} resamples, seed {seed}; over "
+            "games (a game played in several attempts counts as the mean of its attempts).", ""]
     return out
 
 
