@@ -52,7 +52,8 @@ Contract:
 * Temperature 0 decodes greedily. Above 0, every call (a choice or a generation) draws
   from one random stream seeded with ``seed``, so a repeated identical request (a game's
   next attempt) gets a new sample while a whole run repeats on the same machine and
-  build. Token counts come from llama.cpp.
+  build (a resumed run replays its recorded calls, then samples from a fresh stream).
+  Token counts come from llama.cpp.
 """
 
 from __future__ import annotations
