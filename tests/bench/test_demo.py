@@ -259,3 +259,4 @@ def test_results_script_counts_a_game_s_attempts_as_one_game(tmp_path: Path) -> 
     assert cells[3:7] == ["4 (2 games)", "75.0", "[50.0, 100.0]", "+75.0 [+50.0, +100.0] *"]
     assert "* deltamem − none (online, 2 games)" not in text  # success only: the table has it
     assert "--temperature 0.5 --attempts 2" in text
+    assert "intervals over games (a game played in several attempts" in text
