@@ -114,7 +114,7 @@ class RunConfig(BaseModel):
             attempt k learns into its own bank (``bank-attempt{k}.db``), an evaluation
             phase's attempt plays from its own copy of the built bank. With
             ``temperature`` 0 a deterministic agent repeats itself, so attempts beyond
-            the first need a temperature above 0 (:class:`ConfigError` otherwise).
+            the first need a temperature above 0 (the configuration is refused otherwise).
             Results count per game: the mean over its attempts.
     """
 
