@@ -309,23 +309,9 @@ def test_constrained_config_reaches_the_agent(tmp_path: Path) -> None:
     assert result.phase("online").success_rate == 1.0
 
 
-class _TemperatureLLM(ScriptedLLM):
-    """The scripted agent, recording the temperature of every call."""
-
-    def __init__(self) -> None:
-        super().__init__(responder=lambda m, p, c: "Thought: the exit is east.\nAction: go east")
-        self.temperatures: list[float] = []
-
-    def _complete(self, messages, *, schema, choices, max_tokens, temperature, purpose):  # type: ignore[no-untyped-def]
-        self.temperatures.append(temperature)
-        return super()._complete(messages, schema=schema, choices=choices,
-                                  max_tokens=max_tokens, temperature=temperature,
-                                  purpose=purpose)
-
-
 def test_attempts_play_every_game_again_from_a_fresh_bank(tmp_path: Path, faults: Faults) -> None:
     config = _config(tmp_path, episodes=3, attempts=2, temperature=0.7)
-    llm = _TemperatureLLM()
+    llm = _llm()
     result = _run(config, llm=llm)
     lines = _lines(config)
     order = CorridorEnv().task_ids("test", seed=0)[:3]

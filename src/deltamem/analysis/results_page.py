@@ -28,7 +28,7 @@ from deltamem.analysis.trajectories import search_steps
 from deltamem.bench import read_episodes
 from deltamem.bench.config import RunConfig
 from deltamem.bench.gain import Gain, gain
-from deltamem.bench.results import read_trajectories
+from deltamem.bench.results import per_game, read_trajectories
 from deltamem.bench.stats import bootstrap_ci
 
 __all__ = ["EVAL_PHASES", "build", "command", "splice"]
@@ -65,15 +65,6 @@ _ON_COMMAND_LINE = frozenset({
     "train_agent", "train_episodes", "constrained", "guide", "repeat_limit", "max_steps",
     "memory_options", "env_options", "eval_modes", "init_bank", "frozen", "llm_options",
     "temperature", "attempts"})
-
-
-def _per_game(rows: list[dict[str, Any]], key: str = "success") -> dict[str, float]:
-    """``key`` per game (task id, in first-played order): the mean over the game's attempts
-    (a run with ``attempts`` > 1 plays each game several times; one attempt: its value)."""
-    sums: dict[str, list[float]] = {}
-    for r in rows:
-        sums.setdefault(r["task_id"], []).append(float(r[key]))
-    return {t: sum(v) / len(v) for t, v in sums.items()}
 
 
 def _episodes(rows: list[dict[str, Any]]) -> str:
@@ -189,7 +180,7 @@ def _versus(runs: list[tuple[RunConfig, list[dict[str, Any]]]], mine: str) -> li
     lines include ``none``: the table's "Δ vs none" column pairs success only."""
     label = _labels(runs)
     def outcomes(recs: list[dict[str, Any]], ph: str, key: str = "success") -> dict[str, float]:
-        return _per_game([r for r in recs if r["phase"] == ph], key)
+        return per_game([r for r in recs if r["phase"] == ph], key)
 
     partial = any(float(r.get("reward", r["success"])) != float(r["success"])
                   for _, recs in runs for r in recs if r["phase"] in EVAL_PHASES)
@@ -241,7 +232,7 @@ def _within(runs: list[tuple[RunConfig, list[dict[str, Any]]]], versus: str) -> 
     label = _labels(runs)
 
     def outcomes(recs: list[dict[str, Any]], ph: str) -> dict[str, float]:
-        return _per_game([r for r in recs if r["phase"] == ph])
+        return per_game([r for r in recs if r["phase"] == ph])
 
     lines = []
     for cfg, recs in runs:
@@ -358,7 +349,7 @@ def build(run_dirs: list[Path], expect: list[str], note: str, *,
                 for ph in EVAL_PHASES:
                     rows = [r for r in recs if r["phase"] == ph]
                     if rows:
-                        per = _per_game(rows)
+                        per = per_game(rows)
                         base[ph] = (list(per), list(per.values()))
         # no memory learns nothing, so its frozen and unfrozen phases are the same games
         # played the same way: either is the baseline of both train-to-test phases
@@ -373,9 +364,9 @@ def build(run_dirs: list[Path], expect: list[str], note: str, *,
                 if not rows:
                     continue
                 # per game (the mean of its attempts): the interval is over games
-                mine = _per_game(rows)
+                mine = per_game(rows)
                 wins = list(mine.values())
-                rewards = list(_per_game(rows, "reward").values())
+                rewards = list(per_game(rows, "reward").values())
                 delta = "-"
                 if cfg.memory != "none" and ph in base:
                     both = [(t, w) for t, w in zip(*base[ph], strict=True) if t in mine]

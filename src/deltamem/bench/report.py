@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from deltamem.bench.config import CONFIG_FILE
-from deltamem.bench.results import EPISODES_FILE, bank_size, read_episodes
+from deltamem.bench.results import EPISODES_FILE, bank_size, per_game, read_episodes
 from deltamem.bench.stats import bootstrap_ci, running_mean
 from deltamem.errors import InvalidInputError
 
@@ -106,18 +106,15 @@ def _results_section(
     for name, rs in phases.items():
         n = len(rs)
         rewards = [float(r["reward"]) for r in rs]
-        per_game: dict[Any, list[float]] = {}  # a game played in several attempts counts once
-        for r in rs:
-            per_game.setdefault(r.get("task_id", r.get("index")), []).append(float(r["reward"]))
-        lo, hi = bootstrap_ci([sum(v) / len(v) for v in per_game.values()], seed=seed,
-                              n_boot=n_boot)
+        games = per_game(rs, "reward")  # a game played in several attempts counts once
+        lo, hi = bootstrap_ci(list(games.values()), seed=seed, n_boot=n_boot)
         succ = sum(bool(r["success"]) for r in rs) / n
         steps = sum(int(r["steps"]) for r in rs) / n
         invalid = sum(int(r.get("invalid_actions", 0)) for r in rs) / n
         size = bank_size(rs[-1].get("bank"))
         out.append(
             f"| {name} | {rs[0].get('split', '')} | "
-            f"{n if len(per_game) == n else f'{n} ({len(per_game)} games)'} | {succ:.1%} | "
+            f"{n if len(games) == n else f'{n} ({len(games)} games)'} | {succ:.1%} | "
             f"{sum(rewards) / n:.3f} [{lo:.3f}, {hi:.3f}] | {steps:.1f} | {invalid:.2f} | "
             f"{'-' if size is None else size} |"
         )

@@ -23,6 +23,8 @@ fields (written by :mod:`deltamem.bench.runner`):
 ``recall``          ``{"chars": n, "items": [{source, id, score, role}, ...]}``
 ``bank``            ``memory.stats()`` after the episode
 ``wall_s``          wall time of the episode in seconds
+``attempt``         with ``attempts`` > 1: the attempt (1, 2, ...) of an evaluated
+                    phase's episode (absent otherwise)
 ``recovered``       present when the line was completed after a crash: how
 ==================  ==========================================================
 
@@ -50,6 +52,7 @@ __all__ = [
     "RunResult",
     "append_trajectory",
     "bank_size",
+    "per_game",
     "read_episodes",
     "read_trajectories",
     "summarize",
@@ -189,6 +192,15 @@ def bank_size(stats: Mapping[str, Any] | None) -> int | None:
     nested = [bank_size(v) for v in stats.values() if isinstance(v, Mapping)]
     found = [n for n in nested if n is not None]
     return sum(found) if found else None
+
+
+def per_game(records: Sequence[Mapping[str, Any]], key: str = "success") -> dict[str, float]:
+    """``key`` per game (task id, in first-played order): the mean over the game's attempts
+    (a run with ``attempts`` > 1 plays each game several times; one attempt: its value)."""
+    values: dict[str, list[float]] = {}
+    for r in records:
+        values.setdefault(r["task_id"], []).append(float(r[key]))
+    return {t: sum(v) / len(v) for t, v in values.items()}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ class ScriptedLLM(BaseLLM):
             queue is empty; returns the text (or a dict to JSON-encode).
 
     With ``choices`` and no script, the first choice is returned. Every call is
-    kept in :attr:`calls` as ``(purpose, messages, choices)``.
+    kept in :attr:`calls` as ``(purpose, messages, choices)``, its sampling temperature
+    in :attr:`temperatures`.
     """
 
     name = "scripted"
@@ -35,12 +36,14 @@ class ScriptedLLM(BaseLLM):
         self._queue = list(responses)
         self._responder = responder
         self.calls: list[tuple[str, list[Message], list[str] | None]] = []
+        self.temperatures: list[float] = []
 
     def push(self, *responses: str | Mapping[str, Any]) -> None:
         self._queue.extend(responses)
 
     def _complete(self, messages, *, schema, choices, max_tokens, temperature, purpose):
         self.calls.append((purpose, list(messages), list(choices) if choices else None))
+        self.temperatures.append(temperature)
         if self._queue:
             out: str | Mapping[str, Any] = self._queue.pop(0)
         elif self._responder is not None:

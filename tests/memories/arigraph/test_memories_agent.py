@@ -198,22 +198,13 @@ def test_ariadne_plan_and_decision_share_the_working_memory_prefix() -> None:
     local model); each call's own part follows it, after the agent's system message."""
     env = MapEnv(max_steps=2)
     resp = Responder(["go east", "go east"])
-    seen: list[tuple[str, str, float]] = []
-
-    class Recording(ScriptedLLM):
-        def _complete(self, messages, *, schema, choices, max_tokens, temperature, purpose):  # type: ignore[no-untyped-def]
-            seen.append((purpose, messages[0]["content"], temperature))
-            return super()._complete(messages, schema=schema, choices=choices,
-                                     max_tokens=max_tokens, temperature=temperature,
-                                     purpose=purpose)
-
+    llm = ScriptedLLM(responder=resp)
     m = AriGraphMemory.open(embedder=HashingEmbedder())
     task = env.reset("map-0")
-    AriadneAgent(Recording(responder=resp), max_steps=2, temperature=0.4).play(
-        env, task, m.recall(task), memory=m)
+    AriadneAgent(llm, max_steps=2, temperature=0.4).play(env, task, m.recall(task), memory=m)
     for plan, act in zip(resp.prompts["plan"], resp.prompts["act"], strict=True):
         head = plan.split("5. Your previous plan:")[0]
         assert head.startswith("1. Main goal:") and "4. From your memory:" in head
         assert act.startswith(head) and "Possible actions:" not in head
-    assert {s for _, s, _ in seen} == {AGENT_SYSTEM}
-    assert {t for _, _, t in seen} == {0.4}
+    assert {messages[0]["content"] for _, messages, _ in llm.calls} == {AGENT_SYSTEM}
+    assert set(llm.temperatures) == {0.4}
