@@ -12,7 +12,12 @@ with the previous call), seconds per call and per step, and the games' outcomes 
 side (the prompts differ once the history is full, so choices may differ).
 
     python benchmarks/prompt_reuse.py --games 6 --history-chars 6000 --listed 50,0
+    python benchmarks/prompt_reuse.py --games 20 --listed 0 --cue-at end,start
     python benchmarks/prompt_reuse.py --smoke          # two short games, small budget
+
+``--cue-at end,start`` compares where the prompt asks for the answer instead (after the
+history, or before the task: :mod:`deltamem.agents.prompts`), ``--flash-attn auto,off``
+the attention kernel; both play every game with each setting in turn.
 
 Needs the bundled model (``bash scripts/setup.sh main``). ``--bank`` plays with a
 DeltaMem bank (e.g. ``runs/demo/deltamem/bank-frozen.db``) instead of no memory.
@@ -80,11 +85,12 @@ def open_bank(args: argparse.Namespace) -> Any:
     return DeltaMem.open(args.bank, embedder=make_embedder("minilm"), readonly=True)
 
 
-def main_job_agent(llm: LocalLLM, args: argparse.Namespace, listed: int) -> ReActAgent:
+def main_job_agent(llm: LocalLLM, args: argparse.Namespace, listed: int,
+                   cue_at: str = "start") -> ReActAgent:
     """The main job's agent: constrained choice with the ``prior`` guide."""
     return ReActAgent(llm, domain="alfworld", constrained=True, guide="prior",
                       history_chars=args.history_chars, max_steps=args.max_steps,
-                      max_listed_actions=listed)
+                      max_listed_actions=listed, cue_at=cue_at)  # type: ignore[arg-type]
 
 
 def play(rule: str, listed: int, args: argparse.Namespace, cache: Path) -> dict[str, Any]:
@@ -117,8 +123,26 @@ def play_flash(settings: list[str], args: argparse.Namespace, cache: Path) -> di
             for f in settings}
     listed = int(args.listed.split(",")[0])
     agents = {f: main_job_agent(llm, args, listed) for f, llm in llms.items()}
+    return take_turns(llms, agents, args, cache)
+
+
+def play_cue(places: list[str], args: argparse.Namespace, cache: Path) -> dict[str, Any]:
+    """Every game played once per cue position, the positions taking turns per game (each
+    with its own model, so each keeps its own KV cache)."""
+    llms = {c: CountingLLM(n_ctx=4096, n_threads=args.threads) for c in places}
+    listed = int(args.listed.split(",")[0])
+    agents = {c: main_job_agent(llm, args, listed, cue_at=c) for c, llm in llms.items()}
+    return take_turns(llms, agents, args, cache)
+
+
+def take_turns(llms: dict[str, CountingLLM], agents: dict[str, ReActAgent],
+               args: argparse.Namespace, cache: Path) -> dict[str, Any]:
+    """Each game played by every agent in turn; per agent: seconds of its first and later
+    calls, tokens evaluated per call, steps, wall seconds, and each game's actions."""
+    settings = list(agents)
     memory = open_bank(args)
-    out = {f: {"first": [], "later": [], "steps": 0, "wall": 0.0, "games": []} for f in settings}
+    out = {f: {"first": [], "later": [], "evaluated": [], "steps": 0, "wall": 0.0, "games": []}
+           for f in settings}
     with HouseholdEnv(cache_dir=cache) as env:
         for task_id in env.task_ids(args.split, seed=args.seed)[: args.games]:
             for f in settings:
@@ -131,6 +155,7 @@ def play_flash(settings: list[str], args: argparse.Namespace, cache: Path) -> di
                 calls = llms[f].calls[n0:]
                 r["first"] += [c[2] for c in calls[:1]]
                 r["later"] += [c[2] for c in calls[1:]]
+                r["evaluated"] += [c[1] for c in calls[1:]]
                 r["steps"] += len(ep.steps)
                 r["games"].append((task_id, ep.success, [s.action for s in ep.steps]))
     return out
@@ -140,19 +165,31 @@ def _med(xs: list[float]) -> str:
     return f"{statistics.median(xs):.3f}" if xs else "-"
 
 
-def print_flash(settings: list[str], out: dict[str, Any]) -> None:
-    print("| flash attention | model calls | s / first call of a game (median) | "
+def print_flash(settings: list[str], out: dict[str, Any], what: str = "flash attention") -> None:
+    print(f"| {what} | model calls | s / first call of a game (median) | "
+          "evaluated tokens / later call (median, p90) | "
           "s / later call (median) | s / step | games won | games with every choice as "
           f"`{settings[0]}` |")
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     base = out[settings[0]]["games"]
     for f in settings:
         r = out[f]
         same = sum(a[2] == b[2] for a, b in zip(base, r["games"], strict=True))
         won = sum(1 for g in r["games"] if g[1])
+        ev = sorted(r["evaluated"])
+        evaluated = (f"{statistics.median(ev):.0f}, {ev[min(len(ev) - 1, int(0.9 * len(ev)))]}"
+                     if ev else "-")
         print(f"| {f} | {len(r['first']) + len(r['later'])} | {_med(r['first'])} | "
-              f"{_med(r['later'])} | {r['wall'] / max(1, r['steps']):.3f} | "
+              f"{evaluated} | {_med(r['later'])} | {r['wall'] / max(1, r['steps']):.3f} | "
               f"{won}/{len(r['games'])} | {same}/{len(base)} |")
+    for f in settings[1:]:
+        for a, b in zip(base, out[f]["games"], strict=True):
+            if a[2] != b[2]:
+                first = next((i for i, (x, y) in enumerate(zip(a[2], b[2], strict=False))
+                              if x != y), min(len(a[2]), len(b[2])))
+                print(f"- {a[0]}: `{f}` first chooses otherwise at step {first + 1} "
+                      f"({'won' if a[1] else 'lost'} in {len(a[2])} steps as `{settings[0]}`, "
+                      f"{'won' if b[1] else 'lost'} in {len(b[2])} as `{f}`)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,10 +208,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flash-attn", default="",
                     help="comma-separated llama.cpp attention settings to compare instead of "
                          "the trimming rules: auto, on, off (first listed: the reference)")
+    ap.add_argument("--cue-at", default="",
+                    help="comma-separated answer-cue positions to compare instead of the "
+                         "trimming rules: start, end (first listed: the reference)")
     ap.add_argument("--smoke", action="store_true", help="two 6-step games, 600 characters")
     args = ap.parse_args(argv)
     if args.smoke:
         args.games, args.max_steps, args.history_chars = 2, 6, 600
+    if args.cue_at:
+        places = [c.strip() for c in args.cue_at.split(",")]
+        if bad := [c for c in places if c not in agent_prompts.CUE_PLACES]:
+            ap.error(f"--cue-at takes start, end; not {', '.join(bad)}")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = play_cue(places, args, Path(args.cache_dir or tmp))
+        print(f"# Answer cue: {args.games} household {args.split} games (seed "
+              f"{args.seed}), history {args.history_chars} chars, {args.threads} thread(s), "
+              f"{'bank ' + args.bank if args.bank else 'no memory'}\n")
+        print_flash(places, out, "answer cue")
+        return 0
     if args.flash_attn:
         settings = [f.strip() for f in args.flash_attn.split(",")]
         if bad := [f for f in settings if f not in FLASH]:

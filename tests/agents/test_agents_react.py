@@ -260,6 +260,42 @@ def test_every_domain_has_templates(domain: str) -> None:
     assert "Available actions" not in msgs[1]["content"]
 
 
+@pytest.mark.parametrize("constrained", [True, False])
+def test_cue_at_start_makes_each_step_s_prompt_extend_the_previous(constrained: bool) -> None:
+    """With the cue before the task, the user message of every call (the hint-free, list-free
+    main-job layout) starts with the whole previous one; with the cue at the end it does not."""
+    def prompts(cue_at: str) -> list[str]:
+        llm = ScriptedLLM(responder=lambda m, p, c: c[-1] if c else "Action: look")
+        agent = ReActAgent(llm, domain="alfworld", constrained=constrained, cue_at=cue_at,
+                           max_listed_actions=0, history_chars=10_000)
+        _play(agent, LineEnv(cap=6, length=9))
+        return [call[1][1]["content"] for call in llm.calls]
+
+    start, end = prompts("start"), prompts("end")
+    assert len(start) == len(end) == 6
+    for before, after in itertools.pairwise(start):
+        assert after.startswith(before + "\n") and after != before
+    for before, after in itertools.pairwise(end):
+        assert not after.startswith(before)
+    cue = start[0].split("\n")
+    assert cue.index("Now it is your turn. Here is your task.") + 1 < len(cue)
+    asked = cue[cue.index("Now it is your turn. Here is your task.") + 1]
+    assert asked.startswith("Reply with")  # the cue right before the task
+    assert end[0].endswith(asked) and not start[0].endswith(asked)
+    # the same words either way, only the cue moved
+    assert sorted(start[-1].split("\n")) == sorted(end[-1].split("\n"))
+
+
+def test_cue_at_must_be_start_or_end() -> None:
+    with pytest.raises(ConfigError, match="cue_at"):
+        _play(ReActAgent(ScriptedLLM(), domain="generic", cue_at="middle"),  # type: ignore[arg-type]
+              LineEnv())
+    with pytest.raises(ConfigError, match="cue_at"):
+        build_messages(load_agent_prompts("generic"), Task(id="x", goal="g", observation="o"),
+                       Recall(), [], ["look"], constrained=True, history_chars=100,
+                       max_listed_actions=0, cue_at="middle")
+
+
 def test_unknown_domain_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="unknown domain"):
         _play(ReActAgent(ScriptedLLM(), domain="chess"), LineEnv())

@@ -455,3 +455,31 @@ def test_a_judge_decides_what_is_learned_and_both_outcomes_are_recorded(
     assert json.loads((Path(config.run_dir) / "config.json").read_text())["judge"] == "scripted"
     with pytest.raises(ValueError):
         _config(tmp_path, judge=" ")
+
+
+def test_a_run_asks_for_the_answer_where_its_config_says(tmp_path: Path) -> None:
+    cue = "Reply with your next action only"
+    for place in ("start", "end"):
+        llm = ScriptedLLM(responder=lambda m, p, c: c[0] if c else "Action: go east")
+        config = _config(tmp_path / place, memory="none", episodes=1, constrained=True,
+                         cue_at=place)
+        run(config, env=CorridorEnv(), llm=llm, progress=False)
+        user = llm.calls[0][1][-1]["content"]
+        assert user.rstrip().split("\n")[-1].startswith(cue) is (place == "end")
+        assert RunConfig.from_json_file(Path(config.run_dir) / "config.json").cue_at == place
+
+
+def test_a_saved_config_from_before_cue_at_reads_as_the_old_layout(tmp_path: Path) -> None:
+    """A config.json written before the field existed was played with the cue at the end;
+    resuming it under today's default is refused instead of mixing two layouts."""
+    config = _config(tmp_path, memory="none", episodes=2)
+    _run(config)
+    path = Path(config.run_dir) / "config.json"
+    saved = json.loads(path.read_text())
+    assert saved["cue_at"] == "start"
+    del saved["cue_at"]
+    path.write_text(json.dumps(saved))
+    assert RunConfig.from_json_file(path).cue_at == "end"
+    with pytest.raises(ConfigError, match="differs in: cue_at"):
+        _run(_config(tmp_path, memory="none", episodes=3))
+    assert _run(_config(tmp_path, memory="none", episodes=3, cue_at="end")).resumed_from == 2

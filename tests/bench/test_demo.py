@@ -170,6 +170,22 @@ def test_results_script_command_keeps_every_setting_that_differs_from_its_defaul
     assert "history_chars" not in plain and "in a TOML file" not in plain
 
 
+def test_results_script_command_of_a_run_saved_before_cue_at_asks_at_the_end(
+        tmp_path: Path) -> None:
+    import json
+
+    from deltamem.bench.config import RunConfig
+
+    mod = _results_script()
+    cfg = RunConfig(env="babyai", split="test", memory="none", llm="local", run_dir="runs/x")
+    saved = json.loads(cfg.to_json())
+    del saved["cue_at"]
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    line = mod.command(RunConfig.from_json_file(tmp_path / "config.json"))
+    assert 'in a TOML file: cue_at = "end"' in line
+    assert "cue_at" not in mod.command(cfg)
+
+
 def test_results_script_adds_learning_curves_per_block_of_games(tmp_path: Path,
                                                                  keyroom: str) -> None:
     pytest.importorskip("matplotlib")

@@ -374,6 +374,20 @@ def test_prompt_reuse_flash_attention(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.envs
+@pytest.mark.model
+def test_prompt_reuse_cue_position(tmp_path: Path) -> None:
+    need("textworld", "alfworld")
+    need_local_llm()
+    out = run("prompt_reuse.py", "--smoke", "--listed", "0", "--cue-at", "end,start",
+              cwd=tmp_path, timeout=1800)
+    assert "| answer cue | model calls |" in out
+    (end,), (start,) = table_rows(out, "end"), table_rows(out, "start")
+    evaluated = [int(r[3].split(",")[0]) for r in (end, start)]
+    assert evaluated[1] < evaluated[0]  # the cue no longer follows the newest step
+
+
+@pytest.mark.slow
+@pytest.mark.envs
 def test_local_llm_record(tmp_path: Path) -> None:
     need("textworld", "alfworld")
     out_file = tmp_path / "prompts.jsonl"

@@ -14,15 +14,24 @@ The prompt is two chat messages::
             <recall.text>                      (left out, with its separator, when empty)
             ---
             Now it is your turn. Here is your task.
+            <answer cue: free or constrained>  (``cue_at="start"``, the default)
             Task: <first observation (+ goal when the observation lacks it)>
             [N earlier steps are not shown.]   (when the history was trimmed, in blocks)
             Thought: ... / Action: ... / Observation: ...   (the running history)
             From memory, the next step: ...    (guide hint, when the agent has one)
             Available actions: ...             (when the list is short enough)
-            <answer cue: free or constrained>
+            <answer cue>                       (``cue_at="end"``: here instead)
 
 ``recall.text`` already carries the memory header (paper C.3), so the agent
 adds none of its own.
+
+Where the cue goes decides what a model with a prompt cache evaluates again at
+every step. Everything up to the newest step is the previous call's prompt, so a
+cache (the local model's KV cache, an API's prompt cache) reuses it; what follows
+the newest step is evaluated again each time. With the cue at the start, that is the
+guide's hint, the action list when shown, and the chat template's end of turn; with
+the cue at the end (the layout before 2026-11-27, kept to reproduce the rows measured
+with it) the cue's ~16 tokens as well.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from deltamem.llm.base import Message
 from deltamem.types import Recall, Step, Task
 
 __all__ = [
+    "CUE_PLACES",
     "AgentPrompts",
     "build_messages",
     "history_start",
@@ -63,6 +73,8 @@ FREE_CUE = (
     'on the next, or with "Action: <your next action>" alone.'
 )
 CONSTRAINED_CUE = "Reply with your next action only, copied exactly from the available actions."
+CUE_PLACES = ("start", "end")
+"""Where :func:`build_messages` puts the answer cue (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -167,15 +179,23 @@ def build_messages(
     history_chars: int,
     max_listed_actions: int,
     hint: str | None = None,
+    cue_at: str = "start",
 ) -> list[Message]:
     """The chat messages for the next decision (layout in the module docstring).
 
     ``hint`` (the agent's ``guide`` option) is one line put right before the action
-    list, where a small model reads it."""
+    list, where a small model reads it. ``cue_at`` (one of :data:`CUE_PLACES`) puts the
+    answer cue before the task or after everything else."""
+    if cue_at not in CUE_PLACES:
+        raise ConfigError(f"cue_at must be one of {', '.join(CUE_PLACES)}, got {cue_at!r}")
+    cue = CONSTRAINED_CUE if constrained else FREE_CUE
     parts = [EXAMPLE_INTRO, "", prompts.example, SECTION]
     if recall.text.strip():
         parts += [recall.text.strip(), SECTION]
-    parts += [TASK_INTRO, f"Task: {task_text(task)}"]
+    parts.append(TASK_INTRO)
+    if cue_at == "start":
+        parts.append(cue)
+    parts.append(f"Task: {task_text(task)}")
     history = render_history(steps, history_chars)
     if history:
         parts.append(history)
@@ -183,7 +203,8 @@ def build_messages(
         parts.append(hint)
     if admissible and len(admissible) <= max_listed_actions:
         parts.append("Available actions:\n" + "\n".join(f"- {a}" for a in admissible))
-    parts.append(CONSTRAINED_CUE if constrained else FREE_CUE)
+    if cue_at == "end":
+        parts.append(cue)
     return [
         {"role": "system", "content": prompts.instruction},
         {"role": "user", "content": "\n".join(parts)},

@@ -59,7 +59,7 @@ from typing import Literal
 
 from deltamem.agents.guide import Guide
 from deltamem.agents.parsing import has_placeholder, match_action, parse_reply
-from deltamem.agents.prompts import build_messages, load_agent_prompts
+from deltamem.agents.prompts import CUE_PLACES, build_messages, load_agent_prompts
 from deltamem.envs.base import Environment, Transition
 from deltamem.errors import ConfigError, LLMError
 from deltamem.llm.base import LLMClient
@@ -111,6 +111,9 @@ class ReActAgent:
             times from the current observation (None: off; see module doc).
         guide: how recalled steps reach the choice: ``off``, ``hint``, ``prior``
             (see module doc).
+        cue_at: where the prompt asks for the answer: ``start`` (before the task, so
+            each step's prompt extends the previous one) or ``end`` (after the
+            history: the layout before 2026-11-27); see :mod:`deltamem.agents.prompts`.
     """
 
     llm: LLMClient
@@ -124,6 +127,7 @@ class ReActAgent:
     temperature: float = 0.0
     repeat_limit: int | None = None
     guide: Literal["off", "hint", "prior"] = "off"
+    cue_at: Literal["start", "end"] = "start"
 
     def play(self, env: Environment, task: Task, recall: Recall) -> Episode:
         """Play ``task`` (already reset in ``env``) with ``recall`` shown; see the module doc."""
@@ -137,6 +141,8 @@ class ReActAgent:
             raise ConfigError(f"repeat_limit must be >= 1 or None, got {self.repeat_limit}")
         if self.guide not in ("off", "hint", "prior"):
             raise ConfigError(f"guide must be off, hint or prior, got {self.guide!r}")
+        if self.cue_at not in CUE_PLACES:
+            raise ConfigError(f"cue_at must be start or end, got {self.cue_at!r}")
         guide = Guide(recall, task.goal) if self.guide != "off" and recall.text else None
         offered: dict[str, None] = {}
         before = self.llm.usage.snapshot()
@@ -154,7 +160,7 @@ class ReActAgent:
                 prompts, task, recall, steps, admissible,
                 constrained=self.constrained, history_chars=self.history_chars,
                 max_listed_actions=self.max_listed_actions,
-                hint=advice.hint if advice is not None else None,
+                hint=advice.hint if advice is not None else None, cue_at=self.cue_at,
             )
             if self.constrained:
                 options = self._without_loops(admissible, task, steps)

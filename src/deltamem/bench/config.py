@@ -116,6 +116,11 @@ class RunConfig(BaseModel):
             ``temperature`` 0 a deterministic agent repeats itself, so attempts beyond
             the first need a temperature above 0 (the configuration is refused otherwise).
             Results count per game: the mean over its attempts.
+        cue_at: where the ReAct agent's prompt asks for the answer
+            (:mod:`deltamem.agents.prompts`): ``start`` (before the task: each step's
+            prompt extends the previous one, so a prompt cache reuses it) or ``end``
+            (after the history, the layout before 2026-11-27). A saved ``config.json``
+            without the field was written before it existed and reads as ``end``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -150,6 +155,7 @@ class RunConfig(BaseModel):
     judge: str | None = None
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     attempts: int = Field(default=1, ge=1)
+    cue_at: Literal["start", "end"] = "start"
 
     @model_validator(mode="before")
     @classmethod
@@ -204,6 +210,8 @@ class RunConfig(BaseModel):
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as e:
             raise ConfigError(f"cannot read run config {path}: {e}") from e
+        if isinstance(data, dict) and "cue_at" not in data:
+            data["cue_at"] = "end"  # saved before the field existed: the agent asked last
         return _validate(data, str(path))
 
 

@@ -40,7 +40,7 @@ _CONFIG_KEYS = (
     "env", "split", "seed", "episodes", "protocol", "train_split", "train_episodes", "eval_modes",
     "frozen", "init_bank", "memory", "memory_options", "llm", "llm_options", "embedder",
     "extractor", "constrained", "domain", "max_steps", "history_chars", "repeat_limit",
-    "max_listed_actions",
+    "max_listed_actions", "cue_at",
 )
 
 

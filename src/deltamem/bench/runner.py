@@ -181,7 +181,7 @@ class _Session:
             llm, domain=self.domain, constrained=config.constrained,
             max_steps=config.max_steps, history_chars=config.history_chars,
             repeat_limit=config.repeat_limit, max_listed_actions=config.max_listed_actions,
-            guide=config.guide, temperature=config.temperature,
+            guide=config.guide, temperature=config.temperature, cue_at=config.cue_at,
         )
         self.judge: Judge | None = None
         if config.judge is not None:
