@@ -165,7 +165,7 @@ def _med(xs: list[float]) -> str:
     return f"{statistics.median(xs):.3f}" if xs else "-"
 
 
-def print_flash(settings: list[str], out: dict[str, Any], what: str = "flash attention") -> None:
+def print_turns(settings: list[str], out: dict[str, Any], what: str = "flash attention") -> None:
     print(f"| {what} | model calls | s / first call of a game (median) | "
           "evaluated tokens / later call (median, p90) | "
           "s / later call (median) | s / step | games won | games with every choice as "
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# Answer cue: {args.games} household {args.split} games (seed "
               f"{args.seed}), history {args.history_chars} chars, {args.threads} thread(s), "
               f"{'bank ' + args.bank if args.bank else 'no memory'}\n")
-        print_flash(places, out, "answer cue")
+        print_turns(places, out, "answer cue")
         return 0
     if args.flash_attn:
         settings = [f.strip() for f in args.flash_attn.split(",")]
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# Attention kernel: {args.games} household {args.split} games (seed "
               f"{args.seed}), history {args.history_chars} chars, {args.threads} thread(s), "
               f"{'bank ' + args.bank if args.bank else 'no memory'}\n")
-        print_flash(settings, out)
+        print_turns(settings, out)
         return 0
     listed = [int(x) for x in args.listed.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
