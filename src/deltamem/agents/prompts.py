@@ -31,7 +31,7 @@ cache (the local model's KV cache, an API's prompt cache) reuses it; what follow
 the newest step is evaluated again each time. With the cue at the start, that is the
 guide's hint, the action list when shown, and the chat template's end of turn; with
 the cue at the end (the layout before 2026-11-27, kept to reproduce the rows measured
-with it) the cue's ~16 tokens as well.
+with it) the cue's ~15 tokens as well.
 """
 
 from __future__ import annotations
