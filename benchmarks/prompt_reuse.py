@@ -117,21 +117,27 @@ ORIGINAL = agent_prompts.history_start
 FLASH = {"auto": None, "on": True, "off": False}
 
 
-def play_flash(settings: list[str], args: argparse.Namespace, cache: Path) -> dict[str, Any]:
-    """Every game played once per flash-attention setting, settings taking turns per game."""
-    llms = {f: CountingLLM(n_ctx=4096, n_threads=args.threads, flash_attn=FLASH[f])
-            for f in settings}
-    listed = int(args.listed.split(",")[0])
-    agents = {f: main_job_agent(llm, args, listed) for f, llm in llms.items()}
-    return take_turns(llms, agents, args, cache)
+SETTINGS = {
+    # option: (its values, the table's first column, the title, model options, agent options)
+    "cue_at": (agent_prompts.CUE_PLACES, "answer cue", "Answer cue",
+               lambda v: {}, lambda v: {"cue_at": v}),
+    "flash_attn": (tuple(FLASH), "flash attention", "Attention kernel",
+                   lambda v: {"flash_attn": FLASH[v]}, lambda v: {}),
+}
+"""The comparisons played game by game instead of the trimming rules (``--cue-at``,
+``--flash-attn``); the first listed when both are given."""
 
 
-def play_cue(places: list[str], args: argparse.Namespace, cache: Path) -> dict[str, Any]:
-    """Every game played once per cue position, the positions taking turns per game (each
-    with its own model, so each keeps its own KV cache)."""
-    llms = {c: CountingLLM(n_ctx=4096, n_threads=args.threads) for c in places}
+def play_settings(option: str, values: list[str], args: argparse.Namespace,
+                  cache: Path) -> dict[str, Any]:
+    """Every game played once per value of ``option``, the values taking turns per game
+    (each with its own model, so each keeps its own KV cache)."""
+    _, _, _, llm_options, agent_options = SETTINGS[option]
+    llms = {v: CountingLLM(n_ctx=4096, n_threads=args.threads, **llm_options(v))
+            for v in values}
     listed = int(args.listed.split(",")[0])
-    agents = {c: main_job_agent(llm, args, listed, cue_at=c) for c, llm in llms.items()}
+    agents = {v: main_job_agent(llm, args, listed, **agent_options(v))
+              for v, llm in llms.items()}
     return take_turns(llms, agents, args, cache)
 
 
@@ -165,7 +171,7 @@ def _med(xs: list[float]) -> str:
     return f"{statistics.median(xs):.3f}" if xs else "-"
 
 
-def print_turns(settings: list[str], out: dict[str, Any], what: str = "flash attention") -> None:
+def print_turns(settings: list[str], out: dict[str, Any], what: str) -> None:
     print(f"| {what} | model calls | s / first call of a game (median) | "
           "evaluated tokens / later call (median, p90) | "
           "s / later call (median) | s / step | games won | games with every choice as "
@@ -215,27 +221,19 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.smoke:
         args.games, args.max_steps, args.history_chars = 2, 6, 600
-    if args.cue_at:
-        places = [c.strip() for c in args.cue_at.split(",")]
-        if bad := [c for c in places if c not in agent_prompts.CUE_PLACES]:
-            ap.error(f"--cue-at takes start, end; not {', '.join(bad)}")
+    for option, (allowed, what, title, _, _) in SETTINGS.items():
+        if not getattr(args, option):
+            continue
+        values = [v.strip() for v in getattr(args, option).split(",")]
+        if bad := [v for v in values if v not in allowed]:
+            ap.error(f"--{option.replace('_', '-')} takes {', '.join(allowed)}; "
+                     f"not {', '.join(bad)}")
         with tempfile.TemporaryDirectory() as tmp:
-            out = play_cue(places, args, Path(args.cache_dir or tmp))
-        print(f"# Answer cue: {args.games} household {args.split} games (seed "
+            out = play_settings(option, values, args, Path(args.cache_dir or tmp))
+        print(f"# {title}: {args.games} household {args.split} games (seed "
               f"{args.seed}), history {args.history_chars} chars, {args.threads} thread(s), "
               f"{'bank ' + args.bank if args.bank else 'no memory'}\n")
-        print_turns(places, out, "answer cue")
-        return 0
-    if args.flash_attn:
-        settings = [f.strip() for f in args.flash_attn.split(",")]
-        if bad := [f for f in settings if f not in FLASH]:
-            ap.error(f"--flash-attn takes auto, on, off; not {', '.join(bad)}")
-        with tempfile.TemporaryDirectory() as tmp:
-            out = play_flash(settings, args, Path(args.cache_dir or tmp))
-        print(f"# Attention kernel: {args.games} household {args.split} games (seed "
-              f"{args.seed}), history {args.history_chars} chars, {args.threads} thread(s), "
-              f"{'bank ' + args.bank if args.bank else 'no memory'}\n")
-        print_turns(settings, out)
+        print_turns(values, out, what)
         return 0
     listed = [int(x) for x in args.listed.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
