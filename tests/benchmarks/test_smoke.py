@@ -75,7 +75,7 @@ def test_every_script_has_a_smoke_run() -> None:
                "mcma_copilot.py", "mcma_hierarchy.py", "overhead.py", "peers.py",
                "recall_matrix.py", "retrieval.py", "robustness_probes.py", "service.py",
                "household_world.py", "prompt_reuse.py", "replicas.py", "sweep_faults.py",
-               "guide.py", "ariadne_steps.py"}
+               "guide.py", "ariadne_steps.py", "decode_cost.py"}
     scripts = {p.name for p in BENCH.glob("*.py")}
     assert scripts <= covered, f"no smoke run for {sorted(scripts - covered)}"
 
@@ -323,6 +323,17 @@ def test_mcma_backends(tmp_path: Path) -> None:
               cwd=tmp_path, timeout=900)
     assert "| backend | load (s) | s / answer (mean, max) |" in out
     assert table_rows(out, "transformers") and table_rows(out, "gguf")
+
+
+@pytest.mark.model
+def test_decode_cost(tmp_path: Path) -> None:
+    need_local_llm()
+    out = run("decode_cost.py", "--smoke", cwd=tmp_path, timeout=600)
+    assert "| weights | flash attention | context | ms / +32 tokens |" in out
+    shipped = table_rows(out, "q4_1")
+    assert len(shipped) == 4 and len(table_rows(out, "q8_0")) == 4  # 2 kernels x 2 contexts
+    # the reference row is the shipped weights with llama.cpp's default kernel: zero apart
+    assert [r[5:] for r in shipped if r[1] == "auto"] == [["0.000", "4/4"]] * 2
 
 
 @pytest.mark.slow
