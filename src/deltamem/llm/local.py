@@ -36,19 +36,31 @@ Contract:
   matmul segfaults (seen with llama-cpp-python 0.3.36 on a Xeon with
   ``amx_tile``). The default Q4_1 model is not repacked for AVX anyway, so this
   costs it nothing; set ``LocalLLM.extra_buffer_types = True`` to re-enable.
-* llama.cpp's flash-attention kernel stays on (``flash_attn=None``, llama.cpp's own
-  choice on CPU) because with it a prompt's logits do not depend on how the prompt reached
-  the cache: fed in one batch, token by token, or as a cached prefix plus the rest, the
-  logits are bit for bit the same, so a warm model answers as a cold one and a resumed
-  run chooses as an uninterrupted one would. Without it (``flash_attn=False``) attention
-  is computed by kernels that round differently for a batch and for one token: the same
-  prompt's logits then differ by up to ~0.7 between a cold and a warm cache, and greedy
-  free text can diverge. Off is faster for this agent's calls (a step of ~25 tokens
-  appended to a cached prompt of 1–2k tokens, then a few one-token decodes): on the main
-  job's 20 household games, no memory, one thread, 0.755 → 0.590 s per call after a game's
-  first, 0.81 → 0.65 s per step; a game's first call 1.24 → 1.34 s
-  (``benchmarks/prompt_reuse.py --games 20 --listed 0 --flash-attn auto,off``; 15 of the
-  20 games chose every action alike, every game had the same outcome).
+* A prompt's logits do not depend on how the prompt reached the cache (fed in one batch,
+  token by token, or as a cached prefix plus the rest), so a warm model answers as a cold
+  one and a resumed run chooses as an uninterrupted one would. Two settings give this:
+
+  - llama.cpp's flash-attention kernel stays on (``flash_attn=None``, llama.cpp's own
+    choice on CPU). Without it (``flash_attn=False``) attention is computed by kernels
+    that round differently for a batch and for one token: the same prompt's logits then
+    differ by up to ~0.7 between a cold and a warm cache, and greedy free text can
+    diverge. Off is faster for this agent's calls (a step of ~25 tokens appended to a
+    cached prompt of 1–2k tokens, then a few one-token decodes): on the main job's 20
+    household games, no memory, one thread, 0.755 → 0.590 s per call after a game's
+    first, 0.81 → 0.65 s per step; a game's first call 1.24 → 1.34 s
+    (``benchmarks/prompt_reuse.py --games 20 --listed 0 --flash-attn auto,off``; 15 of
+    the 20 games chose every action alike, every game had the same outcome).
+  - Tokens are decoded in micro-batches of at most ``n_ubatch`` = 32
+    (:data:`BATCH_INVARIANT_UBATCH`). The CPU flash-attention kernel computes a
+    micro-batch of 64 or more tokens with a tiled variant that rounds otherwise than its
+    one-query path, so with llama.cpp's default micro-batch (512) a prompt whose uncached
+    part held 64 or more tokens got other logits (up to ~0.7 apart on 64–700-token
+    prompts) than the same prompt reached a token or a step at a time. The price is on
+    long uncached prompts only: 1,000 tokens cold take ~30 % longer (7.4 → 9.9 s on one
+    thread); a step appended to a cached prompt costs the same
+    (``benchmarks/decode_cost.py --ubatch 32,512``). ``n_ubatch=None`` (or 512) restores
+    llama.cpp's default: the results measured before 2026-11-27 used it.
+
 * Temperature 0 decodes greedily. Above 0, every call (a choice or a generation) draws
   from one random stream seeded with ``seed``, so a repeated identical request (a game's
   next attempt) gets a new sample while a whole run repeats on the same machine and
@@ -91,6 +103,11 @@ LEGACY_INSTALL_HINT = (
     "or use the default backend"
 )
 
+
+BATCH_INVARIANT_UBATCH = 32
+"""Default micro-batch of :class:`LocalLLM`: below the 64 tokens from which llama.cpp's CPU
+flash-attention kernel switches to its tiled variant (``llama-cpp-py-sync`` 0.11739), so
+every token's attention takes the same path whatever the batch (module doc)."""
 
 THREADS_ENV = "DELTAMEM_LLM_THREADS"
 """Environment variable: CPU threads of a :class:`LocalLLM` built without ``n_threads``."""
@@ -199,11 +216,13 @@ class _PrebuiltEngine:
     """The default engine: :class:`~deltamem.llm.llama_prebuilt.PrebuiltEngine` + chat format."""
 
     def __init__(self, path: Path, *, n_ctx: int, n_threads: int, extra_buffer_types: bool,
-                 name: str, flash_attn: bool | None = None) -> None:
+                 name: str, flash_attn: bool | None = None,
+                 n_ubatch: int | None = None) -> None:
         from deltamem.llm.llama_prebuilt import PrebuiltEngine
 
         self.core = PrebuiltEngine(path, n_ctx=n_ctx, n_threads=n_threads,
-                                   extra_buffer_types=extra_buffer_types, flash_attn=flash_attn)
+                                   extra_buffer_types=extra_buffer_types, flash_attn=flash_attn,
+                                   n_ubatch=n_ubatch)
         template = self.core.chat_template()
         if not template:
             raise LLMError(f"{name}: the model file has no chat template")
@@ -282,7 +301,8 @@ class _LlamaCppPythonEngine:
     """The optional engine: ``llama-cpp-python`` (compiled from source at install time)."""
 
     def __init__(self, path: Path, *, n_ctx: int, n_threads: int, seed: int,
-                 extra_buffer_types: bool, name: str, flash_attn: bool | None = None) -> None:
+                 extra_buffer_types: bool, name: str, flash_attn: bool | None = None,
+                 n_ubatch: int | None = None) -> None:
         try:
             import llama_cpp
         except ImportError as e:
@@ -296,6 +316,7 @@ class _LlamaCppPythonEngine:
                     model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
                     n_threads_batch=n_threads, seed=seed, verbose=False,
                     **({} if flash_attn is None else {"flash_attn": flash_attn}),
+                    **({} if n_ubatch is None else {"n_ubatch": n_ubatch}),
                 )
         except (ValueError, RuntimeError, OSError) as e:
             raise LLMError(f"llama.cpp could not load {path}: {e}") from e
@@ -378,6 +399,10 @@ class LocalLLM(BaseLLM):
         flash_attn: llama.cpp's flash-attention kernel on (``True``) or off (``False``);
             ``None`` (default) leaves it to llama.cpp: on, on CPU. Off is ~20 % faster per
             agent step but makes results depend on the cache (module doc).
+        n_ubatch: tokens decoded per micro-batch; default :data:`BATCH_INVARIANT_UBATCH`
+            (32), so a prompt's logits do not depend on how it reached the cache (module
+            doc); ``None`` leaves llama.cpp's default (512: long cold prompts ~30 % faster,
+            logits dependent on the cache).
     """
 
     extra_buffer_types: bool = False
@@ -392,6 +417,7 @@ class LocalLLM(BaseLLM):
         seed: int = 0,
         backend: str = BACKENDS[0],
         flash_attn: bool | None = None,
+        n_ubatch: int | None = BATCH_INVARIANT_UBATCH,
     ) -> None:
         super().__init__()
         if backend not in BACKENDS:
@@ -400,12 +426,17 @@ class LocalLLM(BaseLLM):
         if flash_attn is not None and not isinstance(flash_attn, bool):
             raise ConfigError(f"flash_attn must be true, false or left out (llama.cpp's "
                               f"choice), not {flash_attn!r}")
+        if n_ubatch is not None and (isinstance(n_ubatch, bool) or not isinstance(n_ubatch, int)
+                                     or n_ubatch < 1):
+            raise ConfigError(f"n_ubatch must be a positive number of tokens or left out "
+                              f"(llama.cpp's default, 512), not {n_ubatch!r}")
         self.model_path = model_path
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.seed = seed
         self.backend = backend
         self.flash_attn = flash_attn
+        self.n_ubatch = n_ubatch
         stem = Path(model_path).name if model_path is not None else "SmolLM2-135M-Instruct"
         self.name = f"local:{stem}"
         self._engine: _Engine | None = None
@@ -432,12 +463,13 @@ class LocalLLM(BaseLLM):
             if self.backend == BACKENDS[0]:
                 self._engine = _PrebuiltEngine(path, n_ctx=self.n_ctx, n_threads=threads,
                                            extra_buffer_types=self.extra_buffer_types,
-                                           name=self.name, flash_attn=self.flash_attn)
+                                           name=self.name, flash_attn=self.flash_attn,
+                                           n_ubatch=self.n_ubatch)
             else:
                 self._engine = _LlamaCppPythonEngine(
                     path, n_ctx=self.n_ctx, n_threads=threads, seed=self.seed,
                     extra_buffer_types=self.extra_buffer_types, name=self.name,
-                    flash_attn=self.flash_attn)
+                    flash_attn=self.flash_attn, n_ubatch=self.n_ubatch)
             return self._engine
 
     def _follow_budget(self, engine: _Engine) -> None:
