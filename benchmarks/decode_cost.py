@@ -17,7 +17,7 @@ own requantizer (``llama_model_quantize``, ``allow_requantize``) in a temporary 
 they carry the shipped values (plus rounding), not the original model's.
 
     python benchmarks/decode_cost.py [--contexts 64,500,1000,2000] [--weights q4_1,f16,q8_0]
-        [--flash-attn auto,off] [--ubatch 32,512] [--repeats 6] [--threads 1]
+        [--flash-attn auto,off] [--ubatch 512,32] [--repeats 6] [--threads 1]
     python benchmarks/decode_cost.py --smoke      # tiny sizes, for the test suite
 
 Run it on a quiet machine: the times are wall-clock medians of one process.
@@ -123,9 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flash-attn", default="auto,off",
                     help="attention kernel settings: auto (llama.cpp decides: on, on CPU), "
                          "on, off")
-    ap.add_argument("--ubatch", default=f"{BATCH_INVARIANT_UBATCH},512",
-                    help="micro-batch sizes in tokens, comma-separated (LocalLLM's default "
-                         f"{BATCH_INVARIANT_UBATCH}; llama.cpp's 512)")
+    ap.add_argument("--ubatch", default=f"512,{BATCH_INVARIANT_UBATCH}",
+                    help="micro-batch sizes in tokens, comma-separated (llama.cpp's 512, "
+                         f"LocalLLM's default; {BATCH_INVARIANT_UBATCH}: logits independent "
+                         "of the cache path)")
     ap.add_argument("--repeats", type=int, default=6, help="calls per figure (median)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--smoke", action="store_true",

@@ -333,11 +333,12 @@ def test_decode_cost(tmp_path: Path) -> None:
     rows = {tuple(r[:4]): r[4:] for r in table_rows(out, "q4_1") + table_rows(out, "q8_0")}
     assert len(rows) == 16  # 2 weights x 2 kernels x 2 micro-batches x 2 contexts
     for n in ("32", "96"):
-        # the first row's setting is the reference: zero apart from itself
-        assert rows["q4_1", "auto", "32", n][-2:] == ["0.000", "4/4"]
-        # LocalLLM's default micro-batch keeps a context's logits whatever the cache path
+        # the first row's setting (the shipped weights, llama.cpp's kernel and micro-batch)
+        # is the reference: zero apart from itself
+        assert rows["q4_1", "auto", "512", n][-2:] == ["0.000", "4/4"]
+        # micro-batches below the tiled kernel keep a context's logits whatever the path
         assert rows["q4_1", "auto", "32", n][1] == "same"
-    # llama.cpp's default micro-batch does not once a batch reaches the tiled kernel (64)
+    # llama.cpp's micro-batch does not once a batch reaches the tiled kernel (64 tokens)
     assert rows["q4_1", "auto", "512", "96"][1] == "differs"
 
 

@@ -206,12 +206,14 @@ def test_flash_attention_setting_reaches_the_engine() -> None:
 @pytest.mark.model
 @pytest.mark.slow
 def test_logits_do_not_depend_on_how_the_prompt_reached_the_cache() -> None:
-    # one batch, a cached prefix plus the rest (an agent step), the cache trimmed back to
-    # all but the last token, and token by token give the same bits (a warm model answers
-    # as a cold one; a resumed run chooses as an uninterrupted one). The prompt is long
-    # enough (> 64 tokens) for llama.cpp's tiled attention kernel, which its default
-    # micro-batch uses and the default n_ubatch keeps out: with the default the same
-    # paths differ.
+    # with micro-batches below llama.cpp's tiled attention (64 tokens): one batch, a cached
+    # prefix plus the rest (an agent step), the cache trimmed back to all but the last token,
+    # and token by token give the same bits (a warm model answers as a cold one; a resumed
+    # run chooses as an uninterrupted one). The prompt is long enough (> 64 tokens) for the
+    # tiled kernel, which llama.cpp's own micro-batch (the default) uses: there the same
+    # paths differ, so an upgrade that changes the kernel shows here.
+    from deltamem.llm.local import BATCH_INVARIANT_UBATCH
+
     _need_model()
     msgs = [{"role": "system", "content": "You are in a house. Choose the next action."},
             {"role": "user", "content": "You arrive at drawer 3. The drawer 3 is closed. "
@@ -232,17 +234,17 @@ def test_logits_do_not_depend_on_how_the_prompt_reached_the_cache() -> None:
             by_token = one.next_logits(tokens[:i])
         return [batch, again, halves, by_token]
 
-    batch, *others = paths()
+    batch, *others = paths(n_ubatch=BATCH_INVARIANT_UBATCH)
     assert all(np.array_equal(batch, o) for o in others)
-    batch, *others = paths(n_ubatch=None)  # llama.cpp's default micro-batch (512)
+    batch, *others = paths()  # llama.cpp's micro-batch (512): the tiled kernel
     assert not all(np.array_equal(batch, o) for o in others)
 
 
 def test_n_ubatch_is_a_positive_count_or_nothing() -> None:
     from deltamem.llm.local import BATCH_INVARIANT_UBATCH
 
-    assert LocalLLM().n_ubatch == BATCH_INVARIANT_UBATCH < 64
-    assert LocalLLM(n_ubatch=None).n_ubatch is None and LocalLLM(n_ubatch=8).n_ubatch == 8
+    assert LocalLLM().n_ubatch is None and BATCH_INVARIANT_UBATCH < 64
+    assert LocalLLM(n_ubatch=BATCH_INVARIANT_UBATCH).n_ubatch == BATCH_INVARIANT_UBATCH
     for bad in (0, -1, 1.5, True, "32"):
         with pytest.raises(ConfigError, match="n_ubatch"):
             LocalLLM(n_ubatch=bad)  # type: ignore[arg-type]

@@ -36,9 +36,9 @@ Contract:
   matmul segfaults (seen with llama-cpp-python 0.3.36 on a Xeon with
   ``amx_tile``). The default Q4_1 model is not repacked for AVX anyway, so this
   costs it nothing; set ``LocalLLM.extra_buffer_types = True`` to re-enable.
-* A prompt's logits do not depend on how the prompt reached the cache (fed in one batch,
-  token by token, or as a cached prefix plus the rest), so a warm model answers as a cold
-  one and a resumed run chooses as an uninterrupted one would. Two settings give this:
+* How a prompt reached the cache (fed in one batch, token by token, or as a cached prefix
+  plus the rest) can change its logits, and with them a greedy choice; a finished run still
+  replays bit for bit from its ``llm-cache.jsonl``. Two settings decide how much:
 
   - llama.cpp's flash-attention kernel stays on (``flash_attn=None``, llama.cpp's own
     choice on CPU). Without it (``flash_attn=False``) attention is computed by kernels
@@ -50,16 +50,19 @@ Contract:
     first, 0.81 → 0.65 s per step; a game's first call 1.24 → 1.34 s
     (``benchmarks/prompt_reuse.py --games 20 --listed 0 --flash-attn auto,off``; 15 of
     the 20 games chose every action alike, every game had the same outcome).
-  - Tokens are decoded in micro-batches of at most ``n_ubatch`` = 32
-    (:data:`BATCH_INVARIANT_UBATCH`). The CPU flash-attention kernel computes a
-    micro-batch of 64 or more tokens with a tiled variant that rounds otherwise than its
-    one-query path, so with llama.cpp's default micro-batch (512) a prompt whose uncached
-    part held 64 or more tokens got other logits (up to ~0.7 apart on 64–700-token
-    prompts) than the same prompt reached a token or a step at a time. The price is on
-    long uncached prompts only: 1,000 tokens cold take ~30 % longer (7.4 → 9.9 s on one
-    thread); a step appended to a cached prompt costs the same
-    (``benchmarks/decode_cost.py --ubatch 32,512``). ``n_ubatch=None`` (or 512) restores
-    llama.cpp's default: the results measured before 2026-11-27 used it.
+  - With it on, the kernel computes a micro-batch of 64 tokens or more with a tiled
+    variant that rounds otherwise than its one-query path. With llama.cpp's micro-batch
+    (512, the default here: ``n_ubatch=None``) a call whose uncached part holds fewer than
+    64 tokens (an agent step) gets the same bits whatever the cache held, and one whose
+    uncached part holds more (a game's first call, the history re-read after a trim, the
+    first call after a resume) can differ by up to ~0.7 from the same prompt reached a step
+    at a time. ``n_ubatch=32`` (:data:`BATCH_INVARIANT_UBATCH`) keeps every token on the
+    one-query path, so a warm model answers as a cold one and a resumed run chooses as an
+    uninterrupted one would; long uncached parts then cost more: 1,000 tokens cold
+    7.6 → 9.7 s on one thread, 2,000 tokens 17.6 → 25.9 s
+    (``benchmarks/decode_cost.py --ubatch 512,32``), and the main job's demo took
+    440 s instead of 345 s on the same machine the same day (the same outcome in every
+    game). Not the default for that price.
 
 * Temperature 0 decodes greedily. Above 0, every call (a choice or a generation) draws
   from one random stream seeded with ``seed``, so a repeated identical request (a game's
@@ -105,9 +108,11 @@ LEGACY_INSTALL_HINT = (
 
 
 BATCH_INVARIANT_UBATCH = 32
-"""Default micro-batch of :class:`LocalLLM`: below the 64 tokens from which llama.cpp's CPU
-flash-attention kernel switches to its tiled variant (``llama-cpp-py-sync`` 0.11739), so
-every token's attention takes the same path whatever the batch (module doc)."""
+"""A micro-batch below the 64 tokens from which llama.cpp's CPU flash-attention kernel
+switches to its tiled variant (``llama-cpp-py-sync`` 0.11739): with
+``LocalLLM(n_ubatch=BATCH_INVARIANT_UBATCH)`` every token's attention takes the same path
+whatever the batch, so a prompt's logits do not depend on how it reached the cache (module
+doc)."""
 
 THREADS_ENV = "DELTAMEM_LLM_THREADS"
 """Environment variable: CPU threads of a :class:`LocalLLM` built without ``n_threads``."""
@@ -399,10 +404,10 @@ class LocalLLM(BaseLLM):
         flash_attn: llama.cpp's flash-attention kernel on (``True``) or off (``False``);
             ``None`` (default) leaves it to llama.cpp: on, on CPU. Off is ~20 % faster per
             agent step but makes results depend on the cache (module doc).
-        n_ubatch: tokens decoded per micro-batch; default :data:`BATCH_INVARIANT_UBATCH`
-            (32), so a prompt's logits do not depend on how it reached the cache (module
-            doc); ``None`` leaves llama.cpp's default (512: long cold prompts ~30 % faster,
-            logits dependent on the cache).
+        n_ubatch: tokens decoded per micro-batch; ``None`` (default) leaves llama.cpp's
+            (512). :data:`BATCH_INVARIANT_UBATCH` (32) makes a prompt's logits independent
+            of how it reached the cache, at ~25–45 % more time on long uncached prompts
+            (module doc).
     """
 
     extra_buffer_types: bool = False
@@ -417,7 +422,7 @@ class LocalLLM(BaseLLM):
         seed: int = 0,
         backend: str = BACKENDS[0],
         flash_attn: bool | None = None,
-        n_ubatch: int | None = BATCH_INVARIANT_UBATCH,
+        n_ubatch: int | None = None,
     ) -> None:
         super().__init__()
         if backend not in BACKENDS:
