@@ -52,14 +52,16 @@ Contract:
     the 20 games chose every action alike, every game had the same outcome).
   - With it on, the kernel computes a micro-batch of 64 tokens or more with a tiled
     variant that rounds otherwise than its one-query path. With llama.cpp's micro-batch
-    (512, the default here: ``n_ubatch=None``) a call whose uncached part holds fewer than
-    64 tokens (an agent step) gets the same bits whatever the cache held, and one whose
-    uncached part holds more (a game's first call, the history re-read after a trim, the
-    first call after a resume) can differ by up to ~0.7 from the same prompt reached a step
-    at a time. ``n_ubatch=32`` (:data:`BATCH_INVARIANT_UBATCH`) keeps every token on the
-    one-query path, so a warm model answers as a cold one and a resumed run chooses as an
-    uninterrupted one would; long uncached parts then cost more: 1,000 tokens cold
-    7.6 → 9.7 s on one thread, 2,000 tokens 17.6 → 25.9 s
+    (512, the default here: ``n_ubatch=None``) every part of 64 tokens or more that
+    reaches the model in one call (a game's first call, the history re-read after a trim,
+    the first call after a resume) is computed by the tiled variant, so a prompt's logits
+    depend on which of its parts arrived together: up to ~0.7 apart between the same
+    prompt in one call and reached a step at a time. An agent step's own tokens (fewer
+    than 64) take the one-query path either way. ``n_ubatch=32``
+    (:data:`BATCH_INVARIANT_UBATCH`) keeps every token on the one-query path, so a warm
+    model answers as a cold one and a resumed run chooses as an uninterrupted one would;
+    long uncached parts then cost more: 1,000 tokens cold 7.6 → 9.7 s on one thread,
+    2,000 tokens 17.6 → 25.9 s
     (``benchmarks/decode_cost.py --ubatch 512,32``), and the main job's demo took
     440 s instead of 345 s on the same machine the same day (the same outcome in every
     game). Not the default for that price.
