@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -80,8 +79,8 @@ class Calls:
     logits: list[np.ndarray] = field(default_factory=list)
 
 
-def uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+def load() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def measure(path: Path, tokens: list[int], contexts: list[int], *, flash: bool | None,
@@ -158,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = [(w, f, u) for w in weights for f in flashes for u in ubatches]
     print(f"# One step's cost: bundled model {src.name}, {args.threads} thread(s), a context "
           f"evaluated cold, then +{APPEND} tokens appended (median of {args.repeats})")
-    print(f"load before: {uptime()}\n")
+    print(f"{load()} before\n")
     w0, f0, u0 = settings[0]
     print("| weights | flash attention | micro-batch | context | ms cold | cache path "
           "| ms / +32 tokens | ms / +1 token | max abs logit diff vs the first row's "
@@ -183,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"| {statistics.median(c.one) * 1000:.0f} | {diff:.3f} "
                       f"| {hits}/{len(pairs)} |")
     print(f"\nfirst row: weights {w0}, flash attention {f0}, micro-batch {u0}")
-    print(f"load after: {uptime()}")
+    print(f"{load()} after")
     return 0
 
 
