@@ -59,6 +59,7 @@ def test_flash_attn_takes_a_boolean_or_nothing() -> None:
         LocalLLM(flash_attn="off")  # type: ignore[arg-type]
     assert LocalLLM().flash_attn is False and LocalLLM(flash_attn=True).flash_attn is True
     assert LocalLLM(flash_attn=None).flash_attn is None  # llama.cpp's choice
+    assert LocalLLM(flash_attn="auto").flash_attn is None  # the same, as TOML can say it
 
 
 def test_unknown_backend_is_a_config_error() -> None:

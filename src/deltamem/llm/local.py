@@ -96,7 +96,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -466,8 +466,8 @@ class LocalLLM(BaseLLM):
         seed: sampling seed (only matters for temperature > 0).
         backend: ``"llama-cpp-py-sync"`` (default, prebuilt) or ``"llama-cpp-python"``.
         flash_attn: llama.cpp's flash-attention kernel on (``True``) or off (``False``,
-            default: ~30 % less time a step on the main job, module doc); ``None`` leaves
-            it to llama.cpp: on, on CPU.
+            default: ~30 % less time a step on the main job, module doc); ``None`` or
+            ``"auto"`` leaves it to llama.cpp: on, on CPU.
         n_ubatch: tokens decoded per micro-batch; ``None`` (default) leaves llama.cpp's
             (512). :data:`BATCH_INVARIANT_UBATCH` (32) makes a prompt's logits independent
             of how it reached the cache, at ~25–45 % more time on long uncached prompts
@@ -491,7 +491,7 @@ class LocalLLM(BaseLLM):
         n_threads: int | None = None,
         seed: int = 0,
         backend: str = BACKENDS[0],
-        flash_attn: bool | None = False,
+        flash_attn: bool | Literal["auto"] | None = False,
         n_ubatch: int | None = None,
         weights: str | None = None,
     ) -> None:
@@ -499,8 +499,10 @@ class LocalLLM(BaseLLM):
         if backend not in BACKENDS:
             raise ConfigError(f"unknown local backend {backend!r}; choose one of "
                               + ", ".join(BACKENDS))
+        if flash_attn == "auto":  # TOML has no None: llm_options = { flash_attn = "auto" }
+            flash_attn = None
         if flash_attn is not None and not isinstance(flash_attn, bool):
-            raise ConfigError(f"flash_attn must be true, false or None (llama.cpp's "
+            raise ConfigError(f"flash_attn must be true, false or \"auto\" (None: llama.cpp's "
                               f"choice), not {flash_attn!r}")
         if n_ubatch is not None and (isinstance(n_ubatch, bool) or not isinstance(n_ubatch, int)
                                      or n_ubatch < 1):
