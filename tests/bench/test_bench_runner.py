@@ -248,6 +248,24 @@ def test_a_different_configuration_is_refused(tmp_path: Path) -> None:
         _run(_config(tmp_path, memory="none", episodes=2, seed=3))
 
 
+def test_a_resume_under_other_llm_settings_is_refused(tmp_path: Path) -> None:
+    # the local model's weights and kernel are not in config.json (a default can change
+    # between versions), so the run records the acting LLM's settings and compares them
+    other = _llm()
+    other.name = "scripted-q8"
+    config = _config(tmp_path, memory="none", episodes=2)
+    _run(config)
+    versions = json.loads((tmp_path / "run" / "versions.json").read_text())
+    assert versions[0]["llm"] == {"name": _llm().name}
+    longer = _config(tmp_path, memory="none", episodes=4)
+    with pytest.raises(ConfigError, match=r"2 episodes played by the LLM with name='scripted'"):
+        _run(longer, llm=other)
+    assert len(_lines(longer)) == 2  # nothing was played
+    assert _run(longer).resumed_from == 2  # the same settings resume
+    fresh = _config(tmp_path / "fresh", memory="none", episodes=2)
+    assert _run(fresh, llm=other).episodes == 2  # a new run may use any
+
+
 def test_too_many_episodes_or_unknown_split_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="has 8 tasks"):
         _run(_config(tmp_path, memory="none", episodes=9))

@@ -270,6 +270,17 @@ def test_weights_take_a_known_type_and_the_bundled_model_runs_as_q8_0() -> None:
             LocalLLM(weights=bad)  # type: ignore[arg-type]
 
 
+def test_settings_name_what_decides_the_logits(tmp_path) -> None:
+    from deltamem.llm.replay import RecordReplayLLM
+
+    llm = LocalLLM(n_threads=1, flash_attn=True, n_ubatch=32)
+    want = {"name": "local:SmolLM2-135M-Instruct@q8_0", "backend": "llama-cpp-py-sync",
+            "weights": "q8_0", "flash_attn": True, "n_ubatch": 32, "n_ctx": 4096}
+    assert llm.settings() == want  # threads are not among them
+    assert RecordReplayLLM(llm, tmp_path / "cache.jsonl").settings() == want
+    assert LocalLLM(weights="q4_1").settings()["weights"] is None
+
+
 @pytest.mark.model
 def test_weights_file_is_written_once_into_the_cache_and_loaded(
     tmp_path, monkeypatch: pytest.MonkeyPatch,

@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import shutil
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -177,8 +178,16 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
-def record_versions(run_dir: Path, start_index: int) -> None:
-    """Append this session (start index, time, python, packages, source) to versions.json."""
+def record_versions(run_dir: Path, start_index: int,
+                    llm_settings: Mapping[str, Any] | None = None) -> None:
+    """Append this session (start index, time, python, packages, source and the acting LLM's
+    settings) to versions.json.
+
+    Raises:
+        ConfigError: the run has episodes (``start_index > 0``) played by an LLM with other
+            settings (another weight type or attention kernel changes the answers, and a
+            default can change between versions): a resumed run must not mix them.
+    """
     path = run_dir / VERSIONS_FILE
     sessions: list[Any] = []
     if path.exists():
@@ -186,6 +195,17 @@ def record_versions(run_dir: Path, start_index: int) -> None:
             sessions = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as e:
             raise StoreError(f"cannot read {path}: {e}") from e
+    llm = None if llm_settings is None else dict(llm_settings)
+    earlier = next((s["llm"] for s in reversed(sessions) if s.get("llm") is not None), None)
+    if start_index > 0 and llm is not None and earlier is not None and earlier != llm:
+        diff = sorted(k for k in {*earlier, *llm} if earlier.get(k) != llm.get(k))
+        then = ", ".join(f"{k}={earlier.get(k)!r}" for k in diff)
+        now = ", ".join(f"{k}={llm.get(k)!r}" for k in diff)
+        raise ConfigError(
+            f"{run_dir} holds {start_index} episodes played by the LLM with {then}; this "
+            f"session's LLM has {now}. Resume with llm_options that restore them, or use a "
+            "new run_dir"
+        )
     sessions.append({
         "session": len(sessions),
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -195,6 +215,7 @@ def record_versions(run_dir: Path, start_index: int) -> None:
         "platform": platform.platform(),
         "packages": package_versions(),
         "source": source_revision(),
+        "llm": llm,
     })
     _write_text_atomic(path, json.dumps(sessions, indent=2) + "\n")
 

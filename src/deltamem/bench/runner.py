@@ -125,7 +125,6 @@ def run(
     if resumed_from or episodes.dropped_torn_line:
         log.info("resuming %s at episode %d%s", run_dir, resumed_from,
                  " (dropped a torn last line)" if episodes.dropped_torn_line else "")
-    record_versions(run_dir, resumed_from)
     own_env = env is None
     if env is None:
         from deltamem.envs.registry import make_env
@@ -137,6 +136,9 @@ def run(
 
             llm = make_llm(config.llm, cache_path=run_dir / LLM_CACHE_FILE,
                            **config.llm_options)
+        settings = getattr(llm, "settings", None)
+        record_versions(run_dir, resumed_from,
+                        settings() if callable(settings) else {"name": llm.name})
         if embedder is None and config.embedder:
             from deltamem.embed.factory import make_embedder
 

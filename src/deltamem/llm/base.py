@@ -125,6 +125,15 @@ class BaseLLM(ABC):
         self.usage = Usage()
         self._lock = threading.Lock()
 
+    def settings(self) -> dict[str, Any]:
+        """What decides this client's answers besides the request (JSON-serialisable).
+
+        A run records it and refuses to resume under other settings
+        (:func:`deltamem.bench.rundir.record_versions`); a subclass whose numerics depend on
+        more than its name (weights, kernels) adds them.
+        """
+        return {"name": self.name}
+
     def complete(
         self,
         messages: Sequence[Message],

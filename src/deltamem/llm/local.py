@@ -535,6 +535,12 @@ class LocalLLM(BaseLLM):
         self._load_lock = threading.Lock()
         self._call_lock = threading.Lock()
 
+    def settings(self) -> dict[str, Any]:
+        """Name (with the weight type), engine, attention kernel, micro-batch and context:
+        what decides the logits besides the prompt (threads do not)."""
+        return {"name": self.name, "backend": self.backend, "weights": self.weights,
+                "flash_attn": self.flash_attn, "n_ubatch": self.n_ubatch, "n_ctx": self.n_ctx}
+
     def _load(self) -> _Engine:
         with self._load_lock:
             if self._engine is not None:

@@ -112,6 +112,12 @@ class RecordReplayLLM(BaseLLM):
         self._loaded = False
         self.name = f"replay({inner.name})" if inner is not None else "replay"
 
+    def settings(self) -> dict[str, Any]:
+        """The wrapped client's settings (its answers are the ones recorded)."""
+        if self.inner is not None and hasattr(self.inner, "settings"):
+            return dict(self.inner.settings())
+        return {"name": self.model_name}
+
     @property
     def model_name(self) -> str:
         """The model name keys are made with."""
