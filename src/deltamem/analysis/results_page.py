@@ -148,6 +148,28 @@ def command(cfg: RunConfig) -> str:
     return text + (f"   # in a TOML file: {'; '.join(extra)}" if extra else "")
 
 
+def _model_settings(run_dir: Path) -> str | None:
+    """The acting LLM's settings a run recorded in ``versions.json`` (its first session that
+    has them; a run refuses to resume under others), as one phrase. Runs recorded before
+    that field existed give the model name their LLM cache's first answer was recorded
+    under (it carries the weight type), else ``None``."""
+    try:
+        sessions = json.loads((run_dir / "versions.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        sessions = []
+    llm = next((s.get("llm") for s in sessions if isinstance(s, dict) and s.get("llm")), None)
+    if not isinstance(llm, dict) or "name" not in llm:
+        try:
+            with open(run_dir / "llm-cache.jsonl", encoding="utf-8") as f:
+                model = json.loads(f.readline()).get("model")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return f"`{model}`" if isinstance(model, str) else None
+    extra = [f"{k} {json.dumps(llm[k])}" for k in ("flash_attn", "n_ubatch")
+             if k in llm and llm[k] is not None]
+    return f"`{llm['name']}`" + (f" ({', '.join(extra)})" if extra else "")
+
+
 def _built_by(cfg: RunConfig) -> str:
     if cfg.memory == "none":
         return "-"
@@ -336,10 +358,13 @@ def build(run_dirs: list[Path], expect: list[str], note: str, *,
     for key, runs in groups.items():
         env, split, seed, llm, guide = key
         embedders = sorted({cfg.embedder for cfg, _ in runs if cfg.embedder})
+        settings = sorted({m for cfg, _ in runs if (m := _model_settings(Path(cfg.run_dir)))})
+        recorded = (f" Model settings recorded with the runs: {'; '.join(settings)}."
+                    if settings else "")
         out += [f"## {env}, split `{split}`, evaluation seed {seed}, model `{llm}`", "",
                 f"Acting model: `{llm}`, agent guide `{guide}`, "
                 f"embedder {', '.join(f'`{e}`' for e in embedders) or '-'} (memory options "
-                "per run: see the commands).", ""]
+                f"per run: see the commands).{recorded}", ""]
         out += ["| memory | bank built by | phase | episodes | success | 95% CI | Δ vs none | "
                 "reward | steps (won) | search steps | tokens/ep | wall s/ep | bank units |",
                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
