@@ -37,8 +37,9 @@ Contract:
 * llama.cpp's "extra buffer types" (weight repacking, incl. the Intel AMX
   kernels) are switched off: on AMX CPUs under some kernels/sandboxes the AMX
   matmul segfaults (seen with llama-cpp-python 0.3.36 on a Xeon with
-  ``amx_tile``). The default Q4_1 model is not repacked for AVX anyway, so this
-  costs it nothing; set ``LocalLLM.extra_buffer_types = True`` to re-enable.
+  ``amx_tile``). The shipped Q4_1 file is not repacked for AVX anyway, so this
+  cost it nothing; whether the Q8_0 copy the bundled model now runs as would gain from
+  repacking was not measured. Set ``LocalLLM.extra_buffer_types = True`` to re-enable.
 * What the bundled model runs with by default was measured on the main job
   (``deltamem demo``: 20 household games without memory and 20 with DeltaMem, side by side
   on 2 cores; 2026-11-27, one quiet machine, the same games):
