@@ -136,7 +136,7 @@ SHIPPED_WEIGHTS = "q4_1"
 BUNDLED_WEIGHTS = "q8_0"
 """The weight type the bundled model runs with by default: made once from the shipped file by
 llama.cpp's requantizer (:func:`weights_file`). Its values are the shipped Q4_1 values
-re-rounded to 8 bits (nothing is gained in precision); what changes is the kernel: on AVX2 an
+re-rounded to 8 bits (nothing is gained in precision); what changes is the kernel: on this CPU an
 agent step costs ~19 % less and a cold prompt ~34 % less than with the shipped file
 (``benchmarks/decode_cost.py``; ``docs/performance.md``)."""
 
