@@ -84,9 +84,12 @@ def _choice_messages(i: int, actions: list[str], *, suffix: str = "") -> list[di
 
 def worker(backend: str, threads: int | None, model: str | None) -> None:
     """Serve JSON requests on stdin (one per line) with one LocalLLM; reply on stdout."""
-    from deltamem.llm.local import LocalLLM
+    from deltamem.llm.local import SHIPPED_WEIGHTS, LocalLLM
 
-    llm = LocalLLM(model, n_ctx=4096, n_threads=threads, backend=backend)
+    # the same file on both engines: the prebuilt one would otherwise run the bundled model
+    # as its Q8_0 copy, which the other engine does not make
+    llm = LocalLLM(model, n_ctx=4096, n_threads=threads, backend=backend,
+                   weights=None if model else SHIPPED_WEIGHTS)
     for line in sys.stdin:
         req = json.loads(line)
         op, reply = req["op"], {}
