@@ -104,6 +104,12 @@ def requantize(src: Path, dst: Path, kind: str, *, threads: int = 1) -> None:
                        f"as {kind} to {dst} (code {rc})")
 
 
+def user_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/deltamem`` (``~/.cache/deltamem`` when unset): where files made from
+    the installed packages (re-linked libraries, other weight types) are kept."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "deltamem"
+
+
 def installed_version() -> str | None:
     """The installed ``llama-cpp-py-sync`` version, or ``None``."""
     try:
@@ -187,7 +193,7 @@ def _compat_library(bindings: Any, version: str | None) -> Path:
     from deltamem.llm.elf_compat import relink_c23
 
     src = Path(bindings.__file__).parent
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "deltamem"
+    cache = user_cache_dir()
     target = cache / f"{PACKAGE}-{version}-glibc2.2.5"
     if (target / _LIBS[0]).is_file():
         return target / _LIBS[0]

@@ -221,7 +221,12 @@ def weights_file(src: Path, kind: str) -> Path:
     """
     import hashlib
 
-    from deltamem.llm.llama_prebuilt import WEIGHT_TYPES, installed_version, requantize
+    from deltamem.llm.llama_prebuilt import (
+        WEIGHT_TYPES,
+        installed_version,
+        requantize,
+        user_cache_dir,
+    )
 
     if kind not in WEIGHT_TYPES:
         raise ConfigError(f"unknown weight type {kind!r}; choose one of "
@@ -229,8 +234,7 @@ def weights_file(src: Path, kind: str) -> Path:
     st = src.stat()
     key = f"{src.resolve()}|{st.st_size}|{st.st_mtime_ns}|{installed_version()}|{kind}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "deltamem"
-    out = cache / "models" / f"{src.stem}.{kind}.{digest}.gguf"
+    out = user_cache_dir() / "models" / f"{src.stem}.{kind}.{digest}.gguf"
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
