@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 from deltamem.envs.base import Environment, Transition
 from deltamem.errors import ConfigError
+from deltamem.paths import user_cache_dir
 from deltamem.types import Task
 
 __all__ = ["CHALLENGES", "COOKING_LEVELS", "SPLIT_SEED_BASE", "GameSpec", "TextWorldEnv"]
@@ -138,8 +139,7 @@ class GameSpec:
 
 def default_cache_dir() -> Path:
     """``$XDG_CACHE_HOME/deltamem/textworld`` (``~/.cache`` when unset)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "deltamem" / "textworld"
+    return user_cache_dir() / "textworld"
 
 
 def _textworld() -> Any:

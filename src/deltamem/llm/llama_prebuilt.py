@@ -104,12 +104,6 @@ def requantize(src: Path, dst: Path, kind: str, *, threads: int = 1) -> None:
                        f"as {kind} to {dst} (code {rc})")
 
 
-def user_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/deltamem`` (``~/.cache/deltamem`` when unset): where files made from
-    the installed packages (re-linked libraries, other weight types) are kept."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "deltamem"
-
-
 def installed_version() -> str | None:
     """The installed ``llama-cpp-py-sync`` version, or ``None``."""
     try:
@@ -191,6 +185,7 @@ def _compat_library(bindings: Any, version: str | None) -> Path:
     made once per package version; the installed package is left untouched.
     """
     from deltamem.llm.elf_compat import relink_c23
+    from deltamem.paths import user_cache_dir
 
     src = Path(bindings.__file__).parent
     cache = user_cache_dir()

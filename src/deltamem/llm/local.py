@@ -221,12 +221,8 @@ def weights_file(src: Path, kind: str) -> Path:
     """
     import hashlib
 
-    from deltamem.llm.llama_prebuilt import (
-        WEIGHT_TYPES,
-        installed_version,
-        requantize,
-        user_cache_dir,
-    )
+    from deltamem.llm.llama_prebuilt import WEIGHT_TYPES, installed_version, requantize
+    from deltamem.paths import user_cache_dir
 
     if kind not in WEIGHT_TYPES:
         raise ConfigError(f"unknown weight type {kind!r}; choose one of "
