@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from deltamem.agents.guide import Guide, abstract_action, procedures
+from deltamem.text import REPORT_STOP_WORDS as _STOP
 from deltamem.types import Recall
 
 __all__ = [
@@ -84,9 +85,6 @@ CAUSES: dict[str, str] = {
 }
 
 _INVALID_OBSERVATION = "Nothing happens. That action is not available now"
-_STOP_TEXT = ("a an the to in on at of for from with and or into onto some it its your you is "
-              "are be then this that there here door inventory")
-_STOP = frozenset(_STOP_TEXT.split())
 _GOAL_LINE = re.compile(
     r"^\s*(?:\[[^\]]*\]\s*)?(?:trigger:\s*)?(?:tasks of the form|variant of the base skill|"
     r"task|goal|strategy for|workflow for|query)\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from deltamem.core.payload import ChainEntry
+from deltamem.text import normalise
 
 __all__ = [
     "BudgetCut",
@@ -61,8 +62,7 @@ def knowledge_subject(line: str) -> tuple[str, str] | None:
     m = _LINE.match(line)
     if m is None:
         return None
-    norm = lambda t: " ".join(t.lower().split())  # noqa: E731
-    return norm(m.group("subject")), norm(m.group("fact"))
+    return normalise(m.group("subject")), normalise(m.group("fact"))
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,8 @@ import re
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
+from deltamem.text import normalise
+
 __all__ = ["EDITS_HEADER", "Edit", "compose", "edit_lines", "edits", "is_edit_line", "locate"]
 
 EDITS_HEADER = "Changes to the base steps:"
@@ -59,7 +61,7 @@ class Edit(NamedTuple):
 
 
 def _norm(step: str) -> str:
-    return " ".join(step.lower().split()).rstrip(".").strip()
+    return normalise(step).rstrip(".").strip()
 
 
 def edit_lines(kind: Kind, first: int, last: int, first_step: str, last_step: str,

@@ -34,6 +34,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
+from deltamem.text import ENTITY_BOUNDARY_WORDS as _BOUNDARY
+from deltamem.text import NON_ENTITY_WORDS as _FUNCTION
+
 if TYPE_CHECKING:
     from deltamem.types import Task
 
@@ -44,103 +47,6 @@ ENV_TRIGGERS: tuple[str, ...] = ("scene", "places")
 
 _NUM = re.compile(r"\b([A-Za-z][\w-]*) \d+\b(?!\.\d)")  # "above 200.0" is a quantity
 _TOKEN = re.compile(r"\{[A-Z]\}|[A-Za-z][A-Za-z'-]*|\d+|[^\sA-Za-z\d]")
-#: words that end a noun phrase when they follow it (prepositions, conjunctions)
-_BOUNDARY = frozenset(
-    [
-        "in",
-        "on",
-        "at",
-        "of",
-        "for",
-        "from",
-        "with",
-        "and",
-        "or",
-        "into",
-        "onto",
-        "under",
-        "over",
-        "to",
-        "by",
-        "near",
-        "inside",
-        "then",
-        "but",
-        "so",
-        "that",
-        "which",
-        "where",
-        "when",
-    ]
-)
-#: words that are never an entity (articles, pronouns, auxiliaries, quantities)
-_FUNCTION = (
-    frozenset(
-        [
-            "a",
-            "an",
-            "the",
-            "some",
-            "any",
-            "all",
-            "two",
-            "three",
-            "one",
-            "your",
-            "you",
-            "it",
-            "its",
-            "them",
-            "they",
-            "this",
-            "that",
-            "these",
-            "those",
-            "is",
-            "are",
-            "be",
-            "was",
-            "were",
-            "been",
-            "being",
-            "do",
-            "does",
-            "did",
-            "has",
-            "have",
-            "had",
-            "can",
-            "will",
-            "would",
-            "should",
-            "must",
-            "there",
-            "here",
-            "what",
-            "which",
-            "who",
-            "whom",
-            "whose",
-            "not",
-            "no",
-            "yes",
-            "also",
-            "very",
-            "more",
-            "most",
-            "less",
-            "than",
-            "as",
-            "first",
-            "then",
-            "next",
-            "finally",
-            "please",
-            "task",
-        ]
-    )
-    | _BOUNDARY
-)
 #: words after which the next word is a verb, not an entity
 _CLAUSE = frozenset(["to", "will", "can", "please", "must", "should"])
 _SEE = re.compile(r"you (?:can )?see:?\s*(.*?)(?:\.(?:\s|$)|$)", re.IGNORECASE | re.DOTALL)

@@ -63,56 +63,14 @@ from deltamem.core.residual import EDITS_HEADER, compose, edit_lines, edits, is_
 from deltamem.domains import get_domain
 from deltamem.errors import ConfigError
 from deltamem.extract.base import Role
+from deltamem.text import SKILL_STOP_WORDS as _STOP
+from deltamem.text import normalise
 from deltamem.types import Episode, Step
 
 MAX_ACTIVATION = 400
 MAX_PROCEDURE = 2000
 MAX_STEPS_LISTED = 40
 
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "to",
-        "in",
-        "on",
-        "at",
-        "of",
-        "for",
-        "from",
-        "with",
-        "and",
-        "or",
-        "into",
-        "onto",
-        "some",
-        "it",
-        "its",
-        "your",
-        "you",
-        "is",
-        "are",
-        "be",
-        "then",
-        "that",
-        "this",
-        "these",
-        "those",
-        "put",
-        "place",
-        "find",
-        "look",
-        "use",
-        "take",
-        "get",
-        "go",
-        "two",
-        "one",
-        "any",
-        "all",
-    ]
-)
 _NUM = re.compile(r"\b([A-Za-z][\w-]*) \d+\b")
 _SEE = re.compile(r"(?:on|in) (?:the )?([a-z][a-z -]*?)(?: \d+)?, you see ([^.]*)", re.IGNORECASE)
 _AROUND = re.compile(r"around you, you see ([^.]*)", re.IGNORECASE)
@@ -319,7 +277,7 @@ def _sw_handled(ep: Episode) -> list[tuple[str, str]]:
     out: dict[str, str] = {}
     for step in ep.steps:
         if not _sw_noop(step):
-            act = " ".join(step.action.lower().split())
+            act = normalise(step.action)
             h = _SW_HANDLE.match(act)
             if h and room and not act.startswith(("teleport", "go to")):
                 item = abstract_text(h.group(1)).strip()

@@ -46,6 +46,7 @@ from urllib.parse import urlsplit
 
 from deltamem.errors import ConfigError, LLMError, LLMUnavailableError
 from deltamem.llm.base import BaseLLM, Completion, Message, estimate_tokens, prompt_text
+from deltamem.text import fold as _normalize
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +64,6 @@ def is_local_url(url: str | None) -> bool:
         return False
     host = (urlsplit(url).hostname or "").lower()
     return host in _LOCAL_HOSTS or host.endswith(".localhost") or host.startswith("127.")
-
-
-def _normalize(text: str) -> str:
-    return " ".join(text.split()).casefold()
 
 
 def closest_choice(raw: str, choices: Sequence[str]) -> str:
