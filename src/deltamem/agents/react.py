@@ -47,7 +47,8 @@ Contract of :meth:`ReActAgent.play`:
   does, or when the repeat limit leaves none of them). The guide reads only the
   recall (its items one by one, best first), the goal, the admissible actions and the
   episode so far — the same for every memory system; with an empty recall it does
-  nothing.
+  nothing. It follows the environment's rule set
+  (:attr:`~deltamem.envs.base.Environment.guide_rules`).
 * Deterministic whenever the LLM and the environment are.
 """
 
@@ -143,7 +144,8 @@ class ReActAgent:
             raise ConfigError(f"guide must be off, hint or prior, got {self.guide!r}")
         if self.cue_at not in CUE_PLACES:
             raise ConfigError(f"cue_at must be start or end, got {self.cue_at!r}")
-        guide = Guide(recall, task.goal) if self.guide != "off" and recall.text else None
+        guide = (Guide(recall, task.goal, rules=getattr(env, "guide_rules", None))
+                 if self.guide != "off" and recall.text else None)  # the domain's rule set
         offered: dict[str, None] = {}
         before = self.llm.usage.snapshot()
         steps: list[Step] = []

@@ -20,6 +20,7 @@ import os
 import random
 from pathlib import Path
 
+from deltamem.envs.base import GUIDE_RULES
 from deltamem.envs.household.catalog import TASK_TYPES
 from deltamem.envs.household.play import AlfredGameEnv, GameRef
 from deltamem.errors import ConfigError, InvalidInputError
@@ -46,6 +47,8 @@ class ALFWorldEnv(AlfredGameEnv):
 
     name = "alfworld"
     domain = "alfworld"
+    #: the agent guide's rule set here, by rule names (:data:`deltamem.envs.base.GUIDE_RULES`)
+    guide_rules = GUIDE_RULES
     splits: tuple[str, ...] = tuple(SPLIT_DIRS)
 
     def __init__(self, data_dir: str | Path | None = None, max_steps: int = 30) -> None:

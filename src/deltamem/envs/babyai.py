@@ -27,7 +27,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from deltamem.envs.base import Environment, Transition
+from deltamem.envs.base import GUIDE_RULES, Environment, Transition
 from deltamem.errors import ConfigError
 from deltamem.types import Task
 
@@ -143,6 +143,8 @@ class BabyAIEnv(Environment):
 
     name = "babyai"
     domain = "generic"
+    #: the agent guide's rule set here, by rule names (:data:`deltamem.envs.base.GUIDE_RULES`)
+    guide_rules = GUIDE_RULES
     splits = ("train", "test")
 
     def __init__(self, levels: Sequence[str] | str = DEFAULT_LEVELS, tasks_per_level: int = 5,

@@ -43,6 +43,13 @@ class Transition:
     valid: bool = True
 
 
+#: the agent's guide rules (:mod:`deltamem.agents.guide`) by name, in the order the guide asks
+#: them: the rule set every built-in domain runs. A name, not the rule: the rules live in the
+#: agents layer, above this one, and are resolved from their names there
+GUIDE_RULES: tuple[str, ...] = ("put-away", "follow", "look-ahead", "return-to-place",
+                                "open-closed", "backtrack", "search-unvisited")
+
+
 class Environment(ABC):
     """Base class of environment adapters.
 
@@ -57,6 +64,10 @@ class Environment(ABC):
     domain: str = "generic"
     #: the split names ``task_ids`` accepts
     splits: tuple[str, ...] = ()
+    #: the rule set the agent's guide follows the recall with in this domain: rule names in
+    #: the order asked (:func:`deltamem.agents.guide.resolve_rules`); replace it to change
+    #: how recalled experience becomes advice here
+    guide_rules: tuple[str, ...] = GUIDE_RULES
 
     @abstractmethod
     def task_ids(self, split: str, seed: int = 0) -> list[str]:

@@ -38,7 +38,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from deltamem.envs.base import Environment, Transition
+from deltamem.envs.base import GUIDE_RULES, Environment, Transition
 from deltamem.errors import ConfigError
 from deltamem.types import Task
 
@@ -423,6 +423,8 @@ class ScienceWorldEnv(Environment):
 
     name = "scienceworld"
     domain = "scienceworld"
+    #: the agent guide's rule set here, by rule names (:data:`deltamem.envs.base.GUIDE_RULES`)
+    guide_rules = GUIDE_RULES
     splits = ("seen", "unseen", "train")
 
     def __init__(

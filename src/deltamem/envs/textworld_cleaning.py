@@ -44,7 +44,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from deltamem.envs.base import Environment, Transition
+from deltamem.envs.base import GUIDE_RULES, Environment, Transition
 from deltamem.envs.textworld_games import (
     SPLIT_SEED_BASE,
     SPLIT_SIZE,
@@ -197,6 +197,8 @@ class CleaningEnv(Environment):
 
     name = "textworld:cleaning"
     domain = "textworld"
+    #: the agent guide's rule set here, by rule names (:data:`deltamem.envs.base.GUIDE_RULES`)
+    guide_rules = GUIDE_RULES
     splits = ("train", "seen", "unseen")
 
     def __init__(self, difficulty: int = 1, n_games: int = 20,

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from deltamem.envs.base import Environment, Transition
+from deltamem.envs.base import GUIDE_RULES, Environment, Transition
 from deltamem.errors import ConfigError
 from deltamem.paths import user_cache_dir
 from deltamem.types import Task
@@ -195,6 +195,8 @@ class TextWorldEnv(Environment):
 
     name = "textworld"
     domain = "textworld"
+    #: the agent guide's rule set here, by rule names (:data:`deltamem.envs.base.GUIDE_RULES`)
+    guide_rules = GUIDE_RULES
     splits = ("train", "seen", "unseen")
 
     def __init__(

@@ -30,7 +30,7 @@ from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urljoin
 
-from deltamem.envs.base import Environment, Transition
+from deltamem.envs.base import GUIDE_RULES, Environment, Transition
 from deltamem.errors import ConfigError
 from deltamem.types import Task
 
@@ -243,6 +243,8 @@ class WebShopEnv(Environment):
 
     name = "webshop"
     domain = "webshop"
+    #: the agent guide's rule set here, by rule names (:data:`deltamem.envs.base.GUIDE_RULES`)
+    guide_rules = GUIDE_RULES
     splits = ("test", "train")
 
     def __init__(

@@ -26,6 +26,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from deltamem.envs.base import GUIDE_RULES
 from deltamem.envs.household import catalog
 from deltamem.envs.household.generator import (
     GENERATOR_VERSION,
@@ -58,6 +59,8 @@ class HouseholdEnv(AlfredGameEnv):
 
     name = "household"
     domain = "alfworld"
+    #: the agent guide's rule set here, by rule names (:data:`deltamem.envs.base.GUIDE_RULES`)
+    guide_rules = GUIDE_RULES
     splits: tuple[str, ...] = catalog.SPLITS
     cache_files = True
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deltamem.envs.base import Environment, Transition
+from deltamem.envs.base import GUIDE_RULES, Environment, Transition
 from deltamem.errors import ConfigError, InvalidInputError
 from deltamem.types import Task
 
@@ -104,6 +104,8 @@ class AlfredGameEnv(Environment):
     """
 
     domain = "alfworld"
+    #: the agent guide's rule set here, by rule names (:data:`deltamem.envs.base.GUIDE_RULES`)
+    guide_rules = GUIDE_RULES
     splits: tuple[str, ...] = ("train", "seen", "unseen")
     #: keep each game's compiled grammar and planning translation in a file beside the
     #: game (only where the adapter owns the directory; see
