@@ -38,6 +38,7 @@ from dataclasses import KW_ONLY, dataclass
 
 from deltamem.envs.base import Environment, Transition
 from deltamem.errors import ConfigError
+from deltamem.text import fold
 from deltamem.types import Episode, Recall, Step, Task, Usage
 
 __all__ = ["ExpertAgent", "expert_budget", "parse_expert_spec"]
@@ -151,9 +152,9 @@ def _resume(todo: list[str], admissible: tuple[str, ...]) -> str:
     """Back on the walkthrough after a random action: the first remaining action that is
     admissible now (the ones before it are dropped); the next one when none is (or when the
     environment lists no admissible actions)."""
-    allowed = {" ".join(a.split()).casefold(): a for a in admissible}
+    allowed = {fold(a): a for a in admissible}
     for i, action in enumerate(todo):
-        hit = allowed.get(" ".join(action.split()).casefold())
+        hit = allowed.get(fold(action))
         if hit is not None:
             del todo[:i]
             todo[0] = hit

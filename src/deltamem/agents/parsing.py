@@ -27,6 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from deltamem.text import fold as _key
+from deltamem.text import squash
+
 __all__ = ["Reply", "clean_action", "has_placeholder", "match_action", "parse_reply"]
 
 _LABEL = re.compile(
@@ -47,7 +50,7 @@ class Reply:
 
 def clean_action(text: str) -> str:
     """The action without decoration: quotes, backticks, leading ``>``, trailing periods."""
-    s = " ".join(text.split())
+    s = squash(text)
     for _ in range(3):  # peel nested decoration such as `"go to desk 1."`
         before = s
         s = s.strip().strip(_QUOTES).strip()
@@ -75,7 +78,7 @@ def parse_reply(text: str) -> Reply:
         if thoughts:
             start = thoughts[-1][0]
             body = [thoughts[-1][2], *lines[start + 1 :]]
-            return Reply(thought=" ".join(" ".join(body).split()), action="")
+            return Reply(thought=squash(" ".join(body)), action="")
         rest = [ln for ln in lines if ln.strip()]
         return Reply(thought="", action=clean_action(rest[-1]) if rest else "")
     idx, _, rest = actions[-1]
@@ -89,7 +92,7 @@ def parse_reply(text: str) -> Reply:
         start = before[-1][0]
         body = [before[-1][2], *lines[start + 1 : idx]]
         body = [b for b in body if not _LABEL.match(b)]
-        thought = " ".join(" ".join(body).split())
+        thought = squash(" ".join(body))
     return Reply(thought=thought, action=clean_action(action))
 
 
@@ -98,20 +101,16 @@ def has_placeholder(action: str) -> bool:
     return bool(_PLACEHOLDER.search(action))
 
 
-def _key(action: str) -> str:
-    return " ".join(action.split()).casefold()
-
-
 @lru_cache(maxsize=256)
 def _template(entry: str) -> re.Pattern[str]:
     parts = _PLACEHOLDER.split(entry)
-    pattern = "(.+?)".join(re.escape(" ".join(p.split())) for p in parts)
+    pattern = "(.+?)".join(re.escape(squash(p)) for p in parts)
     return re.compile(pattern, re.IGNORECASE | re.DOTALL)
 
 
 def match_action(action: str, admissible: Sequence[str]) -> str | None:
     """The admissible spelling of ``action``, or ``None`` when it is not admissible."""
-    action = " ".join(action.split())
+    action = squash(action)
     if not action:
         return None
     if not admissible:
