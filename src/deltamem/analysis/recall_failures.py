@@ -106,7 +106,8 @@ class StepAdvice:
         admissible: the actions admissible before it.
         step: the recalled step the guide aimed at (filled), ``None``: none left.
         advised: the admissible actions that realise it (empty: no advice).
-        backtrack: the advice was the back-tracking search (guide rule 5).
+        backtrack: the advice was the back-tracking search (the guide's open-closed,
+            return-to-place, backtrack and search-unvisited rules).
         loose: the advised actions realise the step only loosely (words changed).
         same_observation: the replayed observation equals the recorded one (as cut).
         pointed: the procedure's next step (while back-tracking, the blocked one).
