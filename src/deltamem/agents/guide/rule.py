@@ -36,7 +36,7 @@ SCOPES: tuple[Scope, ...] = ("recall", "procedure")
 
 @dataclass(eq=False)
 class Decision:
-    """What every rule reads at one decision of one episode (built by the guide; read only).
+    """What every rule reads at one decision of one episode (built by the guide).
 
     Attributes:
         admissible: the actions admissible now, in the environment's order (advice lists
@@ -146,7 +146,7 @@ class Rule(Protocol):
 
         Args:
             state: the decision; a :class:`Position` for a ``procedure`` rule. A rule reads
-                it and never changes it.
+                it and changes it only through its methods (:meth:`Position.reached_at`).
 
         Returns:
             An :class:`~deltamem.agents.guide.Advice` whose ``actions`` are admissible
