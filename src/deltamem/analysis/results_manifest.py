@@ -125,7 +125,7 @@ def load_runs(manifest: Manifest, digest_dir: Path) -> dict[str, RunRecord]:
 
 def slug(title: str) -> str:
     """GitHub's anchor for a heading (without the ``-N`` suffix of a repeated one)."""
-    text = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", r"\1", title).strip().lower()
+    text = re.sub(r"[`*]|\[([^\]]*)\]\([^)]*\)", r"\1", title).strip().lower()
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
