@@ -100,10 +100,12 @@ def make_run(tmp_path: Path) -> MakeRun:
 
 def fake_run(root: Path, name: str, memory: str, wins: list[int], *, phase: str = "frozen",
              reward: list[float] | None = None, trajectories: bool = True,
-             env: str = "corridor", seed: int = 0, llm: str = "scripted") -> Path:
+             env: str = "corridor", seed: int = 0, llm: str = "scripted",
+             commit: str | None = None) -> Path:
     """A finished train-to-test run directory: two build episodes, then ``wins`` (one game
     each, ``g0``, ``g1``, ...) in ``phase``; with ``trajectories``, each game picks up the
-    goal's object after as many steps as its index."""
+    goal's object after as many steps as its index; with ``commit``, a ``versions.json``
+    saying the run was played at that commit on 2026-11-28."""
     d = root / name
     d.mkdir(parents=True)
     cfg = RunConfig(run_dir=d, env=env, split="test", llm=llm, memory=memory, seed=seed,
@@ -125,4 +127,8 @@ def fake_run(root: Path, name: str, memory: str, wins: list[int], *, phase: str 
     (d / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     if trajectories:
         (d / "trajectories.jsonl").write_text("".join(json.dumps(t) + "\n" for t in trajs))
+    if commit is not None:  # versions.json, as the runner writes it
+        (d / "versions.json").write_text(json.dumps([{
+            "session": 0, "started_at": "2026-11-28T19:39:47+00:00",
+            "source": {"commit": commit, "modified": False}, "llm": {"name": llm}}]))
     return d

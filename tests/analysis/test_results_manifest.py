@@ -48,6 +48,12 @@ command = "python -m deltamem run -c own.toml"
 id = "babyai"
 title = "BabyAI"
 reading = "Not measured at the current code."
+
+[[question]]
+id = "household"
+title = "Household"
+reading = "The first question's runs are household games."
+see = ["helps"]
 '''
 
 
@@ -57,7 +63,7 @@ def site(tmp_path: Path) -> Path:
     runs = tmp_path / "runs"
     dirs = [fake_run(runs, "none", "none", [0, 0, 0, 1]),
             fake_run(runs, "awm", "awm", [1, 0, 1, 1]),
-            fake_run(runs, "dm", "deltamem", [1, 1, 1, 1]),
+            fake_run(runs, "dm", "deltamem", [1, 1, 1, 1], commit="aef4ddf5af79"),
             fake_run(runs, "dm-both", "deltamem", [1, 1, 0, 1], phase="unfrozen")]
     docs = tmp_path / "docs"
     for d in dirs:
@@ -76,7 +82,7 @@ def test_the_page_has_contents_a_headline_and_one_section_per_question(site: Pat
     heads = [x for x in page.splitlines() if x.startswith("## ")]
     assert heads == ["## Contents", "## Headline", "## How to read the tables",
                      "## Does memory help?", "## What does learning from its own play add?",
-                     "## BabyAI"]
+                     "## BabyAI", "## Household"]
     for q in ("Does memory help?", "BabyAI"):
         assert f"* [{q}](#{slug(q)})" in page
     row = next(x for x in page.splitlines() if x.startswith("| [Does memory help?]"))
@@ -84,6 +90,9 @@ def test_the_page_has_contents_a_headline_and_one_section_per_question(site: Pat
     assert cells[2:5] == ["25.0", "100.0", "awm 75.0"]
     assert cells[5].startswith("+75.0 [")
     assert "[lab notebook](notebook.md)" in page
+    # when and where the runs were played, as far as they recorded it
+    assert ("Played 2026-11-28 at `aef4ddf`, an unrecorded day at an unrecorded commit."
+            in page)
     assert "![Does memory help?: success with 95 % intervals](data/plots/helps.png)" in page
 
 
@@ -93,7 +102,10 @@ def test_a_question_shows_only_its_phases_under_its_group_with_its_label(site: P
     assert "### Own play" in section and "#### corridor, split `test`" in section
     assert "| deltamem, learning | expert x 2 (train) | unfrozen | 4 | 75.0 |" in section
     assert "python -m deltamem run -c own.toml" in section
-    assert "No current run answers this yet." in page.split("## BabyAI")[1]
+    babyai, household = page.split("## BabyAI")[1].split("## Household")
+    assert "No current run answers this yet." in babyai
+    assert "Tables: [Does memory help?](#does-memory-help)." in household
+    assert "No current run" not in household
 
 
 def test_the_page_is_the_same_text_every_time(site: Path) -> None:
@@ -107,6 +119,9 @@ def test_a_manifest_is_checked_before_anything_is_drawn(tmp_path: Path, site: Pa
         load_manifest(bad)
     bad.write_text(MANIFEST.replace('id = "babyai"', 'id = "helps"'))
     with pytest.raises(ConfigError, match="share an id"):
+        load_manifest(bad)
+    bad.write_text(MANIFEST.replace('see = ["helps"]', 'see = ["nowhere"]'))
+    with pytest.raises(ConfigError, match="nowhere"):
         load_manifest(bad)
     bad.write_text(MANIFEST.replace('phase = ["unfrozen"]', 'phase = ["build"]'))
     with pytest.raises(ConfigError, match="unknown phase"):

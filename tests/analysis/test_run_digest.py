@@ -20,9 +20,10 @@ from .analysis_toys import fake_run
 
 
 def test_a_digest_round_trips_what_the_page_reads(tmp_path: Path) -> None:
-    d = fake_run(tmp_path, "dm", "deltamem", [1, 0, 1])
+    d = fake_run(tmp_path, "dm", "deltamem", [1, 0, 1], commit="aef4ddf5af79")
     rec = from_run_dir(d)
     assert rec.name == "dm" and rec.build_episodes == 2 and rec.trajectories
+    assert (rec.commit, rec.date, rec.model) == ("aef4ddf", "2026-11-28", "`scripted`")
     assert [r["phase"] for r in rec.rows] == ["frozen"] * 3  # build episodes are counted only
     assert [r["search"] for r in rec.rows] == [0, 1, 2]
     assert [r["tokens"] for r in rec.rows] == [105, 205, 305]

@@ -26,7 +26,8 @@ one-paragraph reading and, optionally, an interval plot::
 A run is named by its digest (``NAME.jsonl`` under ``digests``,
 :mod:`deltamem.analysis.run_digest`); ``label`` renames its row, ``phase`` keeps only
 some of its evaluation phases, ``group`` puts it in a table of its own under that heading
-within the question, and ``command`` replaces the command rebuilt from its configuration.
+within the question, and ``command`` replaces the command rebuilt from its configuration. A
+question's ``see`` lists other questions (by id) whose tables also answer it.
 The tables are :func:`deltamem.analysis.results_page.tables`; the page opens with a
 contents list and a headline table (per headline question: no memory, DeltaMem, the best
 other system, and DeltaMem's paired difference to no memory). :func:`render` is pure
@@ -77,6 +78,7 @@ class Question(BaseModel):
     title: str
     reading: str
     runs: list[ManifestRun] = []
+    see: list[str] = []
     headline: bool = False
     plot: bool = False
     versus: str = "deltamem"
@@ -108,6 +110,9 @@ def load_manifest(path: str | Path) -> Manifest:
     ids = [q.id for q in manifest.question]
     if len(set(ids)) != len(ids):
         raise ConfigError(f"{path}: two questions share an id")
+    unknown = sorted({s for q in manifest.question for s in q.see} - set(ids))
+    if unknown:
+        raise ConfigError(f"{path}: `see` names no question: {unknown}")
     for q in manifest.question:
         for run in q.runs:
             bad = [p for p in run.phase or () if p not in EVAL_PHASES]
@@ -169,7 +174,8 @@ def _headline_row(q: Question, runs: list[RunRecord]) -> list[str] | None:
     none = next((r for r in same if r.cfg.memory == "none"), None)
     others = [(_rate(r, phase), r.label or r.cfg.memory) for r in same
               if r.cfg.memory not in ("none", q.versus)]
-    best = max(others, default=None)
+    top = max((rate for rate, _ in others), default=None)
+    best = None if top is None else (top, ", ".join(n for rate, n in others if rate == top))
     diff = "-"
     if none is not None:
         got = paired(per_game(none.phase(phase)), per_game(mine.phase(phase)))
@@ -220,9 +226,14 @@ def render(manifest: Manifest, records: dict[str, RunRecord]) -> str:
             "then writes their digests.", ""]
     for q in manifest.question:
         out += [f"## {q.title}", "", q.reading.strip(), ""]
+        titles = {o.id: o.title for o in manifest.question}
+        if q.see:
+            out += ["Tables: " + ", ".join(f"[{titles[i]}](#{slug(titles[i])})" for i in q.see)
+                    + ".", ""]
         groups = _question_runs(q, records)
         if not groups:
-            out += ["No current run answers this yet.", ""]
+            if not q.see:
+                out += ["No current run answers this yet.", ""]
             continue
         if q.plot:
             out += [f"![{q.title}: success with 95 % intervals]"
@@ -231,7 +242,7 @@ def render(manifest: Manifest, records: dict[str, RunRecord]) -> str:
             if name:
                 out += [f"### {name}", ""]
             out += tables(runs, q.expect, versus=q.versus, level=4 if name else 3,
-                          blocks=q.blocks)
+                          blocks=q.blocks, provenance=True)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -256,14 +267,15 @@ def draw_plots(manifest: Manifest, records: dict[str, RunRecord], plot_dir: Path
                     lo, hi = bootstrap_ci(per)
                     name = (rec.label or rec.cfg.memory) + (f", {rec.cfg.env}" if several
                                                             else "")
-                    bars.append((f"{name} ({ph})", sum(per) / len(per), lo, hi))
+                    bars.append((f"{name} ({ph})", sum(per) / len(per), lo, hi,
+                                 rec.cfg.memory == q.versus))
         fig = figure_class()(figsize=(7, 0.9 + 0.35 * len(bars)))
         ax = fig.subplots()
         ys = list(range(len(bars)))[::-1]
         means = [b[1] * 100 for b in bars]
-        ax.errorbar(means, ys, xerr=[[m - b[2] * 100 for m, b in zip(means, bars, strict=True)],
-                                     [b[3] * 100 - m for m, b in zip(means, bars, strict=True)]],
-                    fmt="o", capsize=3)
+        for y, m, b in zip(ys, means, bars, strict=True):  # `versus` (DeltaMem) stands out
+            ax.errorbar([m], [y], xerr=[[m - b[2] * 100], [b[3] * 100 - m]], fmt="o",
+                        capsize=3, color="tab:red" if b[4] else "tab:blue")
         ax.set_yticks(ys, [b[0] for b in bars], fontsize=8)
         ax.set_xlim(-5, 105)
         ax.set_xlabel("success (%), 95 % bootstrap interval over games")

@@ -340,11 +340,12 @@ def _table(runs: list[RunRecord], expect: list[str]) -> list[str]:
 
 def tables(runs: list[RunRecord], expect: list[str], *, versus: str = "deltamem",
            blocks: int = 0, plot: Path | None = None, level: int = 2,
-           title: bool = True) -> list[str]:
+           title: bool = True, provenance: bool = False) -> list[str]:
     """The tables of ``runs``, one per setting (:func:`group_key`), as Markdown lines: a
     heading of ``level`` (with ``title``), what acted, the table, ``versus`` against each
     other memory and the other paired differences, the systems of ``expect`` not measured,
-    optional learning curves per block of ``blocks`` games, and the commands."""
+    optional learning curves per block of ``blocks`` games, and the commands; with
+    ``provenance``, when and at which commit the runs were played."""
     groups: dict[tuple[str, ...], list[RunRecord]] = defaultdict(list)
     for rec in runs:
         groups[group_key(rec.cfg)].append(rec)
@@ -356,6 +357,11 @@ def tables(runs: list[RunRecord], expect: list[str], *, versus: str = "deltamem"
         settings = sorted({rec.model for rec in group if rec.model})
         recorded = (f" Model settings recorded with the runs: {'; '.join(settings)}."
                     if settings else "")
+        played = sorted({f"{rec.date or 'an unrecorded day'} at "
+                         f"{'`' + rec.commit + '`' if rec.commit else 'an unrecorded commit'}"
+                         for rec in group})
+        if provenance:
+            recorded += f" Played {', '.join(played)}."
         if title:
             out += [f"{'#' * level} {env}, split `{split}`, evaluation seed {seed}, "
                     f"model `{llm}`", ""]
@@ -375,7 +381,7 @@ def tables(runs: list[RunRecord], expect: list[str], *, versus: str = "deltamem"
         present = {rec.cfg.memory for rec in group}
         missing = [m for m in expect if m not in present]
         if missing:
-            out.append(f"Not measured in this setting: {', '.join(missing)}.")
+            out += ["", f"Not measured in this setting: {', '.join(missing)}."]
         if blocks:
             out += ["", *_curves(group, blocks, _labels(group), plot, key)]
         out += ["", "Commands:", "", "```bash"]

@@ -14,7 +14,8 @@ purpose), ``wall_s``, ``bank_units`` (the bank's size after the episode, as the 
 it) and ``search`` (steps before the goal's object was first picked up,
 :func:`deltamem.analysis.trajectories.search_steps`; ``null`` when it never was, or when the
 run kept no trajectories, which the header's ``trajectories`` says). Build-phase episodes are
-counted in the header, not kept.
+counted in the header, not kept; so are the source commit and the day the run was first
+played (``versions.json``; a ``+`` after the commit: the source had local changes).
 """
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ class RunRecord:
     #: rebuilt from ``cfg``); a manifest may set both
     label: str | None = None
     command: str | None = None
+    #: where and when it was played: the source commit and the day its first session
+    #: started (``versions.json``; ``None``: not recorded)
+    commit: str | None = None
+    date: str | None = None
 
     def phase(self, phase: str) -> list[dict[str, Any]]:
         """The rows of one evaluation phase, in the order they were played."""
@@ -103,6 +108,23 @@ def model_settings(run_dir: Path) -> str | None:
     return f"`{llm['name']}`" + (f" ({', '.join(extra)})" if extra else "")
 
 
+def _played(run_dir: Path) -> tuple[str | None, str | None]:
+    """(source commit, day) of a run's first recorded session."""
+    try:
+        sessions = json.loads((run_dir / "versions.json").read_text(encoding="utf-8"))
+        first = sessions[0]
+    except (OSError, ValueError, IndexError, KeyError, TypeError):
+        return None, None
+    if not isinstance(first, dict):
+        return None, None
+    source = first.get("source") if isinstance(first.get("source"), dict) else {}
+    commit = source.get("commit")
+    commit = commit[:7] + ("+" if source.get("modified") else "") if isinstance(commit, str) \
+        else None
+    day = first.get("started_at")
+    return commit, day[:10] if isinstance(day, str) else None
+
+
 def from_run_dir(run_dir: str | Path) -> RunRecord:
     """Read a finished run directory (``config.json`` and ``episodes.jsonl``; the
     trajectories and model settings when it kept them). A run that was moved is read
@@ -129,9 +151,11 @@ def from_run_dir(run_dir: str | Path) -> RunRecord:
                      "steps": int(r.get("steps", 0)), "tokens": _tokens(r),
                      "wall_s": round(float(r.get("wall_s", 0.0)), 3),
                      "bank_units": _bank_units(r), "search": search})
+    commit, day = _played(d)
     return RunRecord(name=d.name, cfg=cfg, rows=tuple(rows), model=model_settings(d),
                      trajectories=bool(trajs),
-                     build_episodes=sum(r["phase"] == "build" for r in episodes))
+                     build_episodes=sum(r["phase"] == "build" for r in episodes),
+                     commit=commit, date=day)
 
 
 def write_digest(record: RunRecord, path: str | Path) -> Path:
@@ -139,7 +163,8 @@ def write_digest(record: RunRecord, path: str | Path) -> Path:
     path = Path(path)
     header = {"digest": DIGEST_VERSION, "name": record.name,
               "config": record.cfg.model_dump(mode="json"), "model": record.model,
-              "trajectories": record.trajectories, "build_episodes": record.build_episodes}
+              "trajectories": record.trajectories, "build_episodes": record.build_episodes,
+              "commit": record.commit, "date": record.date}
     lines = [json.dumps(header, sort_keys=True)]
     lines += [json.dumps({k: r[k] for k in _ROW_KEYS}) for r in record.rows]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -165,4 +190,5 @@ def read_digest(path: str | Path) -> RunRecord:
     cfg = RunConfig.model_validate(header["config"])
     return RunRecord(name=header["name"], cfg=cfg, rows=rows, model=header.get("model"),
                      trajectories=bool(header.get("trajectories")),
-                     build_episodes=int(header.get("build_episodes", 0)))
+                     build_episodes=int(header.get("build_episodes", 0)),
+                     commit=header.get("commit"), date=header.get("date"))
