@@ -356,3 +356,12 @@ def test_the_results_page_is_what_its_manifest_and_digests_give() -> None:
     assert (ROOT / "docs" / "results.md").read_text(encoding="utf-8") == page, (
         "docs/results.md is not what docs/results.toml and its digests give: run "
         "python scripts/results.py --manifest docs/results.toml")
+
+
+def test_every_committed_digest_and_plot_is_used_by_the_manifest() -> None:
+    manifest = load_manifest(ROOT / "docs" / "results.toml")
+    named = {r.name for q in manifest.question for r in q.runs}
+    digests = {p.stem for p in (ROOT / "docs" / manifest.digests).glob("*.jsonl")}
+    assert digests == named, f"digests no question shows: {sorted(digests - named)}"
+    plots = {p.stem for p in (ROOT / "docs" / manifest.plots).glob("*.png")}
+    assert plots == {q.id for q in manifest.question if q.plot and q.runs}
