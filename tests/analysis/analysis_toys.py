@@ -1,9 +1,11 @@
 """Picklable factories for the grid's worker processes (module-level, importable by name),
-and the ``make_run`` fixture (run directories made by the real runner on the corridor toy),
-which the analysis and the CLI tests share."""
+the ``make_run`` fixture (run directories made by the real runner on the corridor toy),
+which the analysis and the CLI tests share, and :func:`fake_run` (a finished run directory
+written by hand, with chosen outcomes, for the results page)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -94,3 +96,39 @@ def make_run(tmp_path: Path) -> MakeRun:
         return Path(config.run_dir)
 
     return make
+
+
+def fake_run(root: Path, name: str, memory: str, wins: list[int], *, phase: str = "frozen",
+             reward: list[float] | None = None, trajectories: bool = True,
+             env: str = "corridor", seed: int = 0, llm: str = "scripted",
+             commit: str | None = None) -> Path:
+    """A finished train-to-test run directory: two build episodes, then ``wins`` (one game
+    each, ``g0``, ``g1``, ...) in ``phase``; with ``trajectories``, each game picks up the
+    goal's object after as many steps as its index; with ``commit``, a ``versions.json``
+    saying the run was played at that commit on 2026-11-28."""
+    d = root / name
+    d.mkdir(parents=True)
+    cfg = RunConfig(run_dir=d, env=env, split="test", llm=llm, memory=memory, seed=seed,
+                    protocol="train-to-test", train_agent="expert", train_episodes=2,
+                    eval_modes=(phase,))
+    (d / "config.json").write_text(cfg.to_json())
+    recs = [{"index": i, "phase": "build", "position": i, "task_id": f"b{i}",
+             "success": True, "reward": 1.0, "steps": 2, "usage": {}, "wall_s": 0.5,
+             "bank": {"units": i + 1}} for i in range(2)]
+    trajs = []
+    for i, w in enumerate(wins):
+        recs.append({"index": 2 + i, "phase": phase, "position": i, "task_id": f"g{i}",
+                     "success": bool(w), "reward": reward[i] if reward else float(w),
+                     "steps": 3 + i,
+                     "usage": {"act": {"prompt_tokens": 100 * (i + 1), "completion_tokens": 5}},
+                     "wall_s": 1.25, "bank": {"units": 2 if memory != "none" else 0}})
+        steps = [["go to desk 1", "ok", True]] * i + [["take apple 1 from desk 1", "ok", True]]
+        trajs.append({"index": 2 + i, "goal": "put a clean apple in fridge", "steps": steps})
+    (d / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    if trajectories:
+        (d / "trajectories.jsonl").write_text("".join(json.dumps(t) + "\n" for t in trajs))
+    if commit is not None:  # versions.json, as the runner writes it
+        (d / "versions.json").write_text(json.dumps([{
+            "session": 0, "started_at": "2026-11-28T19:39:47+00:00",
+            "source": {"commit": commit, "modified": False}, "llm": {"name": llm}}]))
+    return d

@@ -12,28 +12,43 @@ what was not measured. A run that played each game several times (``attempts``) 
 per game: success and reward are a game's mean over its attempts, intervals and paired
 differences are over games.
 
-``python scripts/results.py`` writes ``docs/results.md`` with :func:`build` (and
-:func:`splice` for one named section); ``deltamem sweep`` writes the same page for the cells
-of a sweep.
+The tables are drawn from :class:`~deltamem.analysis.run_digest.RunRecord` s, read from run
+directories or from their committed digests: :func:`tables` draws the tables of any records
+(``deltamem.analysis.results_manifest`` uses it for each question of ``docs/results.md``);
+:func:`build` is the page of a list of run directories (``deltamem sweep`` writes it for the
+cells of a sweep; ``python scripts/results.py RUN_DIR…``), and :func:`splice` puts one named
+section into an existing page.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from deltamem.analysis.trajectories import search_steps
-from deltamem.bench import read_episodes
+from deltamem.analysis.run_digest import EVAL_PHASES, RunRecord, from_run_dir, model_settings
 from deltamem.bench.config import RunConfig
 from deltamem.bench.gain import Gain, gain
-from deltamem.bench.results import per_game, read_trajectories
+from deltamem.bench.results import per_game
 from deltamem.bench.stats import bootstrap_ci
+from deltamem.errors import ConfigError
 
-__all__ = ["EVAL_PHASES", "build", "command", "splice"]
+__all__ = ["EVAL_PHASES", "PREAMBLE", "build", "command", "group_key", "paired", "splice",
+           "tables"]
 
-EVAL_PHASES = ("online", "frozen", "unfrozen")
+#: what every table's columns mean, said once at the top of a page
+PREAMBLE = (
+    "Success and reward in %, with 95 % percentile-bootstrap intervals {over}\n"
+    "Δ vs none: the success difference to no memory in the same phase (a `none` run's\n"
+    "frozen phase stands for its unfrozen one: it learns nothing), paired by task\n"
+    "(the same games in the same order), with its 95 % bootstrap interval. A `none`\n"
+    "run recalls nothing, so the agent's guide changes nothing for it: it is the\n"
+    "baseline of every guide's table in its setting.")
+
+#: kept for callers of the old name
+_model_settings = model_settings
 
 
 def _pct(x: float) -> str:
@@ -45,19 +60,6 @@ def _ci(values: list[float]) -> str:
     return f"[{_pct(lo)}, {_pct(hi)}]"
 
 
-def _tokens(rec: dict[str, Any]) -> int:
-    usage = rec.get("usage") or {}
-    return sum(int(v.get("prompt_tokens", 0)) + int(v.get("completion_tokens", 0))
-               for v in usage.values() if isinstance(v, dict))
-
-
-def _bank_units(rec: dict[str, Any]) -> str:
-    bank = rec.get("bank") or {}
-    for key in ("nodes", "units", "items", "size"):
-        if isinstance(bank.get(key), int):
-            return str(bank[key])
-    trees = [v for k, v in bank.items() if k.endswith("_nodes") and isinstance(v, int)]
-    return str(sum(trees)) if trees else "-"
 
 
 _ON_COMMAND_LINE = frozenset({
@@ -79,19 +81,12 @@ def _won_steps(rows: list[dict[str, Any]]) -> str:
     return f"{sum(won) / len(won):.1f}" if won else "-"
 
 
-def _search(cfg: RunConfig, rows: list[dict[str, Any]]) -> str:
+def _search(rec: RunRecord, rows: list[dict[str, Any]]) -> str:
     """Mean steps before the goal's object was first picked up, over the episodes where it
     was (``deltamem.analysis.trajectories.search_steps``), and in how many it was."""
-    trajs = read_trajectories(cfg.run_dir)
-    found = []
-    for r in rows:
-        t = trajs.get(r["index"])
-        if t is not None:
-            n = search_steps(t["goal"], [s[0] for s in t["steps"] if s[2]])
-            if n is not None:
-                found.append(n)
-    if not trajs or not rows:
+    if not rec.trajectories or not rows:
         return "-"
+    found = [r["search"] for r in rows if r.get("search") is not None]
     mean = f"{sum(found) / len(found):.1f}" if found else "-"
     return f"{mean} ({len(found)}/{len(rows)})"
 
@@ -148,26 +143,6 @@ def command(cfg: RunConfig) -> str:
     return text + (f"   # in a TOML file: {'; '.join(extra)}" if extra else "")
 
 
-def _model_settings(run_dir: Path) -> str | None:
-    """The acting LLM's settings a run recorded in ``versions.json`` (its first session that
-    has them; a run refuses to resume under others), as one phrase. Runs recorded before
-    that field existed give the model name their LLM cache's first answer was recorded
-    under (it carries the weight type), else ``None``."""
-    try:
-        sessions = json.loads((run_dir / "versions.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        sessions = []
-    llm = next((s.get("llm") for s in sessions if isinstance(s, dict) and s.get("llm")), None)
-    if not isinstance(llm, dict) or "name" not in llm:
-        try:
-            with open(run_dir / "llm-cache.jsonl", encoding="utf-8") as f:
-                model = json.loads(f.readline()).get("model")
-        except (OSError, ValueError, AttributeError):
-            return None
-        return f"`{model}`" if isinstance(model, str) else None
-    extra = [f"{k} {json.dumps(llm[k])}" for k in ("flash_attn", "n_ubatch")
-             if k in llm and llm[k] is not None]
-    return f"`{llm['name']}`" + (f" ({', '.join(extra)})" if extra else "")
 
 
 def _built_by(cfg: RunConfig) -> str:
@@ -180,111 +155,105 @@ def _built_by(cfg: RunConfig) -> str:
     return "online, learns while evaluated"
 
 
-def _group_key(cfg: RunConfig) -> tuple[str, ...]:
+def group_key(cfg: RunConfig) -> tuple[str, ...]:
+    """The setting a run's table is grouped by: environment, split, seed, model, guide."""
     return (cfg.env, cfg.split, str(cfg.seed), cfg.llm, cfg.guide)
 
 
-def _labels(runs: list[tuple[RunConfig, list[dict[str, Any]]]]) -> dict[Path, str]:
-    """Each run's row name: its memory, plus its run directory's name when two runs of a
-    setting have the same memory (e.g. two agent versions)."""
+def _labels(runs: list[RunRecord]) -> dict[str, str]:
+    """Each run's row name by run name: its label when it has one, else its memory, plus
+    its run's name when two runs of a table have the same memory (e.g. two agent
+    versions)."""
     count: dict[str, int] = defaultdict(int)
-    for cfg, _ in runs:
-        count[cfg.memory] += 1
-    return {cfg.run_dir: cfg.memory if count[cfg.memory] == 1
-            else f"{cfg.memory} ({cfg.run_dir.name})" for cfg, _ in runs}
+    for rec in runs:
+        count[rec.cfg.memory] += 1
+    return {rec.name: rec.label or (rec.cfg.memory if count[rec.cfg.memory] == 1
+                                    else f"{rec.cfg.memory} ({rec.name})") for rec in runs}
 
 
-def _versus(runs: list[tuple[RunConfig, list[dict[str, Any]]]], mine: str) -> list[str]:
+def _interval(g: Gain) -> str:
+    return (f"{g.diff * 100:+.1f} [{g.low * 100:+.1f}, {g.high * 100:+.1f}]"
+            + (" *" if g.excludes_zero else ""))
+
+
+def paired(a: dict[str, float], b: dict[str, float]) -> tuple[int, Gain] | None:
+    """``b − a`` on the games both played (per game values, as
+    :func:`deltamem.bench.results.per_game` gives them): (games, the paired gain), or
+    ``None`` when they share no game."""
+    ids = [t for t in a if t in b]
+    if not ids:
+        return None
+    return len(ids), gain([a[t] for t in ids], [b[t] for t in ids], ids_a=ids, ids_b=ids)
+
+
+def _versus(runs: list[RunRecord], mine: str) -> list[str]:
     """One line per (other memory, phase): ``mine`` minus the other's success, paired by task.
 
     Where the environment scores partial progress (a reward that is not the success, as
     ScienceWorld's 0-100 score), each line also gives the paired score difference, and the
     lines include ``none``: the table's "Δ vs none" column pairs success only."""
     label = _labels(runs)
-    def outcomes(recs: list[dict[str, Any]], ph: str, key: str = "success") -> dict[str, float]:
-        return per_game([r for r in recs if r["phase"] == ph], key)
-
-    partial = any(float(r.get("reward", r["success"])) != float(r["success"])
-                  for _, recs in runs for r in recs if r["phase"] in EVAL_PHASES)
-
-    def interval(g: Gain) -> str:
-        return (f"{g.diff * 100:+.1f} [{g.low * 100:+.1f}, {g.high * 100:+.1f}]"
-                + (" *" if g.excludes_zero else ""))
-
+    partial = any(float(r["reward"]) != float(r["success"])
+                  for rec in runs for r in rec.rows)
     lines = []
-    for cfg_m, recs_m in runs:
-        if cfg_m.memory != mine:
+    for m in runs:
+        if m.cfg.memory != mine:
             continue
-        for cfg, recs in runs:
-            if (cfg.memory == "none" and not partial) or cfg.run_dir == cfg_m.run_dir or (
-                    cfg.memory == mine and str(cfg.run_dir) < str(cfg_m.run_dir)):
+        for o in runs:
+            if (o.cfg.memory == "none" and not partial) or o.name == m.name or (
+                    o.cfg.memory == mine and o.name < m.name):
                 continue  # two runs of `mine`: one line, not one each way
             for ph in EVAL_PHASES:
-                a, b = outcomes(recs, ph), outcomes(recs_m, ph)
-                ids = [t for t in a if t in b]
-                if not ids:
+                got = paired(per_game(o.phase(ph)), per_game(m.phase(ph)))
+                if got is None:
                     continue
-                g = gain([a[t] for t in ids], [b[t] for t in ids], ids_a=ids, ids_b=ids)
-                line = (f"* {label[cfg_m.run_dir]} − {label[cfg.run_dir]} ({ph}, "
-                        f"{len(ids)} games): ")
+                n, g = got
+                line = f"* {label[m.name]} − {label[o.name]} ({ph}, {n} games): "
                 if partial:
-                    ra, rb = outcomes(recs, ph, "reward"), outcomes(recs_m, ph, "reward")
-                    s = gain([ra[t] for t in ids], [rb[t] for t in ids], ids_a=ids, ids_b=ids)
-                    line += f"success {interval(g)}; score {interval(s)}"
+                    s = paired(per_game(o.phase(ph), "reward"), per_game(m.phase(ph), "reward"))
+                    assert s is not None
+                    line += f"success {_interval(g)}; score {_interval(s[1])}"
                 else:
-                    line += interval(g)
+                    line += _interval(g)
                 lines.append(line)
     return lines
 
 
-def _paired(a: dict[str, float], b: dict[str, float]) -> tuple[int, str] | None:
-    """``b − a`` on the games both played: (games, "Δ [low, high]" with a star)."""
-    ids = [t for t in a if t in b]
-    if not ids:
-        return None
-    g = gain([a[t] for t in ids], [b[t] for t in ids], ids_a=ids, ids_b=ids)
-    return len(ids), (f"{g.diff * 100:+.1f} [{g.low * 100:+.1f}, {g.high * 100:+.1f}]"
-                      + (" *" if g.excludes_zero else ""))
-
-
-def _within(runs: list[tuple[RunConfig, list[dict[str, Any]]]], versus: str) -> list[str]:
+def _within(runs: list[RunRecord], versus: str) -> list[str]:
     """Paired differences the DeltaMem lines do not give: each run's unfrozen minus its
     frozen phase (Table 2: what learning from its own play did), and two runs of the same
     memory (e.g. two agent versions, or an option on and off) against each other."""
     label = _labels(runs)
-
-    def outcomes(recs: list[dict[str, Any]], ph: str) -> dict[str, float]:
-        return per_game([r for r in recs if r["phase"] == ph])
-
     lines = []
-    for cfg, recs in runs:
-        got = _paired(outcomes(recs, "frozen"), outcomes(recs, "unfrozen"))
+    for rec in runs:
+        got = paired(per_game(rec.phase("frozen")), per_game(rec.phase("unfrozen")))
         if got is not None:
-            lines.append(f"* {label[cfg.run_dir]}: unfrozen − frozen ({got[0]} games): {got[1]}")
-    for i, (cfg_a, recs_a) in enumerate(runs):
-        for cfg_b, recs_b in runs[i + 1:]:
-            if cfg_a.memory != cfg_b.memory or cfg_a.memory in (versus, "none"):
+            lines.append(f"* {label[rec.name]}: unfrozen − frozen ({got[0]} games): "
+                         f"{_interval(got[1])}")
+    for i, a in enumerate(runs):
+        for b in runs[i + 1:]:
+            if a.cfg.memory != b.cfg.memory or a.cfg.memory in (versus, "none"):
                 continue
             for ph in EVAL_PHASES:
-                got = _paired(outcomes(recs_a, ph), outcomes(recs_b, ph))
+                got = paired(per_game(a.phase(ph)), per_game(b.phase(ph)))
                 if got is not None:
-                    lines.append(f"* {label[cfg_b.run_dir]} − {label[cfg_a.run_dir]} ({ph}, "
-                                 f"{got[0]} games): {got[1]}")
+                    lines.append(f"* {label[b.name]} − {label[a.name]} ({ph}, {got[0]} games): "
+                                 f"{_interval(got[1])}")
     return lines
 
 
-def _curves(runs: list[tuple[RunConfig, list[dict[str, Any]]]], size: int,
-            label: dict[Path, str], plot: Path | None, key: tuple[str, ...]) -> list[str]:
+def _curves(runs: list[RunRecord], size: int, label: dict[str, str], plot: Path | None,
+            key: tuple[str, ...]) -> list[str]:
     """Success per block of ``size`` consecutive evaluation games (learning curves), one
     row per run and phase; with ``plot``, the curves as a PNG beside it (one per group)."""
     curves: list[tuple[str, list[float]]] = []
-    for cfg, recs in runs:
+    for rec in runs:
         for ph in EVAL_PHASES:
-            rows = sorted((r for r in recs if r["phase"] == ph), key=lambda r: r["position"])
+            rows = sorted(rec.phase(ph), key=lambda r: r["position"])
             if len(rows) < size:
                 continue
             n = len(rows) // size
-            curves.append((f"{label[cfg.run_dir]} ({ph})",
+            curves.append((f"{label[rec.name]} ({ph})",
                            [sum(float(r["success"]) for r in rows[b * size:(b + 1) * size])
                             / size for b in range(n)]))
     if not curves:
@@ -298,12 +267,10 @@ def _curves(runs: list[tuple[RunConfig, list[dict[str, Any]]]], size: int,
         out.append(f"| {name} | " + " | ".join(_pct(x) for x in c)
                    + " |" + " - |" * (width - len(c)))
     if plot is not None:
-        import matplotlib
+        from deltamem.analysis.plotting import figure_class
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(7, 4))
+        fig = figure_class()(figsize=(7, 4))
+        ax = fig.subplots()
         for name, c in curves:
             ax.plot([(b + 1) * size for b in range(len(c))], [x * 100 for x in c],
                     marker="o", label=name)
@@ -315,8 +282,111 @@ def _curves(runs: list[tuple[RunConfig, list[dict[str, Any]]]], size: int,
         fig.tight_layout()
         target = plot.with_name(f"{plot.stem}-{'-'.join(key[:3])}{plot.suffix}")
         fig.savefig(target, dpi=110)
-        plt.close(fig)
         out += ["", f"![learning curves]({target.name})"]
+    return out
+
+
+def _with_none_baseline(groups: dict[tuple[str, ...], list[RunRecord]]) -> None:
+    """No memory, nothing recalled: the agent's guide changes nothing, so a `none` run is the
+    baseline of every guide's group in its setting (added to groups that lack one)."""
+    for key, runs in groups.items():
+        if not any(rec.cfg.memory == "none" for rec in runs):
+            runs[:0] = [r for k, rs in groups.items() if k[:4] == key[:4] and k != key
+                        for r in rs if r.cfg.memory == "none"][:1]
+
+
+def _table(runs: list[RunRecord], expect: list[str]) -> list[str]:
+    """The group's table: one row per run and evaluation phase."""
+    out = ["| memory | bank built by | phase | episodes | success | 95% CI | Δ vs none | "
+           "reward | steps (won) | search steps | tokens/ep | wall s/ep | bank units |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    base: dict[str, dict[str, float]] = {}
+    for rec in runs:
+        if rec.cfg.memory == "none":
+            for ph in EVAL_PHASES:
+                if rec.phase(ph):
+                    base[ph] = per_game(rec.phase(ph))
+    # no memory learns nothing, so its frozen and unfrozen phases are the same games
+    # played the same way: either is the baseline of both train-to-test phases
+    for a, b in (("frozen", "unfrozen"), ("unfrozen", "frozen")):
+        if a not in base and b in base:
+            base[a] = base[b]
+    order = {m: i for i, m in enumerate(expect)}
+    label = _labels(runs)
+    for rec in sorted(runs, key=lambda x: (order.get(x.cfg.memory, 99), x.cfg.memory)):
+        for ph in EVAL_PHASES:
+            rows = rec.phase(ph)
+            if not rows:
+                continue
+            # per game (the mean of its attempts): the interval is over games
+            mine = per_game(rows)
+            wins = list(mine.values())
+            rewards = list(per_game(rows, "reward").values())
+            delta = "-"
+            if rec.cfg.memory != "none" and ph in base:
+                got = paired(base[ph], mine)
+                if got is not None:  # paired on the games both runs finished
+                    delta = _interval(got[1]) + (f" (on {got[0]})" if got[0] != len(mine)
+                                                 else "")
+            out.append(
+                f"| {label[rec.name]} | {_built_by(rec.cfg)} | {ph} | {_episodes(rows)} | "
+                f"{_pct(sum(wins) / len(wins))} | {_ci(wins)} | {delta} | "
+                f"{_pct(sum(rewards) / len(rewards))} | {_won_steps(rows)} | "
+                f"{_search(rec, rows)} | {sum(r['tokens'] for r in rows) / len(rows):.0f} | "
+                f"{sum(float(r['wall_s']) for r in rows) / len(rows):.1f} | "
+                f"{rows[-1]['bank_units']} |")
+    return out
+
+
+def tables(runs: list[RunRecord], expect: list[str], *, versus: str = "deltamem",
+           blocks: int = 0, plot: Path | None = None, level: int = 2,
+           title: bool = True, provenance: bool = False) -> list[str]:
+    """The tables of ``runs``, one per setting (:func:`group_key`), as Markdown lines: a
+    heading of ``level`` (with ``title``), what acted, the table, ``versus`` against each
+    other memory and the other paired differences, the systems of ``expect`` not measured,
+    optional learning curves per block of ``blocks`` games, and the commands; with
+    ``provenance``, when and at which commit the runs were played."""
+    groups: dict[tuple[str, ...], list[RunRecord]] = defaultdict(list)
+    for rec in runs:
+        groups[group_key(rec.cfg)].append(rec)
+    _with_none_baseline(groups)
+    out: list[str] = []
+    for key, group in groups.items():
+        env, split, seed, llm, guide = key
+        embedders = sorted({rec.cfg.embedder for rec in group if rec.cfg.embedder})
+        settings = sorted({rec.model for rec in group if rec.model})
+        recorded = (f" Model settings recorded with the runs: {'; '.join(settings)}."
+                    if settings else "")
+        played = sorted({f"{rec.date or 'an unrecorded day'} at "
+                         f"{'`' + rec.commit + '`' if rec.commit else 'an unrecorded commit'}"
+                         for rec in group})
+        if provenance:
+            recorded += f" Played {', '.join(played)}."
+        if title:
+            out += [f"{'#' * level} {env}, split `{split}`, evaluation seed {seed}, "
+                    f"model `{llm}`", ""]
+        out += [f"Acting model: `{llm}`, agent guide `{guide}`, "
+                f"embedder {', '.join(f'`{e}`' for e in embedders) or '-'} (memory options "
+                f"per run: see the commands).{recorded}", ""]
+        out += _table(group, expect)
+        out += ["", "`*`: the interval of the difference excludes 0."]
+        pairs = _versus(group, versus)
+        if pairs:
+            name = "DeltaMem" if versus == "deltamem" else f"`{versus}`"
+            out += ["", f"{name} against each other memory, same phase, paired on the games "
+                    "both played:", "", *pairs]
+        within = _within(group, versus)
+        if within:
+            out += ["", "Other paired differences (same games):", "", *within]
+        present = {rec.cfg.memory for rec in group}
+        missing = [m for m in expect if m not in present]
+        if missing:
+            out += ["", f"Not measured in this setting: {', '.join(missing)}."]
+        if blocks:
+            out += ["", *_curves(group, blocks, _labels(group), plot, key)]
+        out += ["", "Commands:", "", "```bash"]
+        out += [rec.command or command(rec.cfg) for rec in group]
+        out += ["```", ""]
     return out
 
 
@@ -326,109 +396,23 @@ def build(run_dirs: list[Path], expect: list[str], note: str, *,
     """The page for ``run_dirs`` (see the module doc); ``generator`` names the command that
     wrote it, in its first line. Directories without ``config.json`` or ``episodes.jsonl``
     are listed as skipped."""
-    groups: dict[tuple[str, ...], list[tuple[RunConfig, list[dict[str, Any]]]]] = defaultdict(list)
-    skipped = []
+    runs, skipped = [], []
     for d in run_dirs:
-        if not (d / "config.json").exists() or not (d / "episodes.jsonl").exists():
+        try:
+            runs.append(from_run_dir(d))
+        except ConfigError:
             skipped.append(str(d))
-            continue
-        cfg = RunConfig.from_json_file(d / "config.json")
-        if Path(cfg.run_dir) != d:  # moved or read from elsewhere: where it is now
-            cfg = cfg.model_copy(update={"run_dir": d})
-        groups[_group_key(cfg)].append((cfg, read_episodes(d / "episodes.jsonl")))
-    # no memory, nothing recalled: the agent's guide changes nothing, so a `none` run is the
-    # baseline of every guide's group in its setting
-    for key, runs in groups.items():
-        if not any(cfg.memory == "none" for cfg, _ in runs):
-            runs[:0] = [r for k, rs in groups.items() if k[:4] == key[:4] and k != key
-                        for r in rs if r[0].memory == "none"][:1]
+    names = [rec.name for rec in runs]
+    if len(set(names)) != len(names):  # runs/a/x and runs/b/x: named by their paths
+        runs = [replace(rec, name=str(rec.cfg.run_dir)) for rec in runs]
     over = ("over games (a game played in several attempts counts as the mean of its "
-            "attempts);" if any(cfg.attempts > 1 for rs in groups.values() for cfg, _ in rs)
-            else "over episodes;")
+            "attempts);" if any(rec.cfg.attempts > 1 for rec in runs) else "over episodes;")
     out = ["# Results", "",
            f"Generated by `{generator}` from run directories; do not edit by hand.",
-           f"Success and reward in %, with 95 % percentile-bootstrap intervals {over}",
-           "Δ vs none: the success difference to no memory in the same phase (a `none` run's",
-           "frozen phase stands for its unfrozen one: it learns nothing), paired by task",
-           "(the same games in the same order), with its 95 % bootstrap interval. A `none`",
-           "run recalls nothing, so the agent's guide changes nothing for it: it is the",
-           "baseline of every guide's table in its setting.", ""]
+           PREAMBLE.format(over=over), ""]
     if note:
         out += [note, ""]
-    for key, runs in groups.items():
-        env, split, seed, llm, guide = key
-        embedders = sorted({cfg.embedder for cfg, _ in runs if cfg.embedder})
-        settings = sorted({m for cfg, _ in runs if (m := _model_settings(Path(cfg.run_dir)))})
-        recorded = (f" Model settings recorded with the runs: {'; '.join(settings)}."
-                    if settings else "")
-        out += [f"## {env}, split `{split}`, evaluation seed {seed}, model `{llm}`", "",
-                f"Acting model: `{llm}`, agent guide `{guide}`, "
-                f"embedder {', '.join(f'`{e}`' for e in embedders) or '-'} (memory options "
-                f"per run: see the commands).{recorded}", ""]
-        out += ["| memory | bank built by | phase | episodes | success | 95% CI | Δ vs none | "
-                "reward | steps (won) | search steps | tokens/ep | wall s/ep | bank units |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        base: dict[str, tuple[list[str], list[float]]] = {}
-        for cfg, recs in runs:
-            if cfg.memory == "none":
-                for ph in EVAL_PHASES:
-                    rows = [r for r in recs if r["phase"] == ph]
-                    if rows:
-                        per = per_game(rows)
-                        base[ph] = (list(per), list(per.values()))
-        # no memory learns nothing, so its frozen and unfrozen phases are the same games
-        # played the same way: either is the baseline of both train-to-test phases
-        for a, b in (("frozen", "unfrozen"), ("unfrozen", "frozen")):
-            if a not in base and b in base:
-                base[a] = base[b]
-        order = {m: i for i, m in enumerate(expect)}
-        label = _labels(runs)
-        for cfg, recs in sorted(runs, key=lambda x: (order.get(x[0].memory, 99), x[0].memory)):
-            for ph in EVAL_PHASES:
-                rows = [r for r in recs if r["phase"] == ph]
-                if not rows:
-                    continue
-                # per game (the mean of its attempts): the interval is over games
-                mine = per_game(rows)
-                wins = list(mine.values())
-                rewards = list(per_game(rows, "reward").values())
-                delta = "-"
-                if cfg.memory != "none" and ph in base:
-                    both = [(t, w) for t, w in zip(*base[ph], strict=True) if t in mine]
-                    if both:  # paired on the games both runs finished
-                        ids = [t for t, _ in both]
-                        g = gain([w for _, w in both], [mine[t] for t in ids], ids_a=ids,
-                                 ids_b=ids)
-                        delta = (f"{g.diff * 100:+.1f} [{g.low * 100:+.1f}, "
-                                 f"{g.high * 100:+.1f}]" + (" *" if g.excludes_zero else "")
-                                 + (f" (on {len(ids)})" if len(ids) != len(mine) else ""))
-                out.append(
-                    f"| {label[cfg.run_dir]} | {_built_by(cfg)} | {ph} | {_episodes(rows)} | "
-                    f"{_pct(sum(wins) / len(wins))} | "
-                    f"{_ci(wins)} | {delta} | {_pct(sum(rewards) / len(rewards))} | "
-                    f"{_won_steps(rows)} | {_search(cfg, rows)} | "
-                    f"{sum(map(_tokens, rows)) / len(rows):.0f} | "
-                    f"{sum(float(r.get('wall_s', 0)) for r in rows) / len(rows):.1f} | "
-                    f"{_bank_units(rows[-1])} |")
-        present = {cfg.memory for cfg, _ in runs}
-        missing = [m for m in expect if m not in present]
-        out.append("")
-        out.append("`*`: the interval of the difference excludes 0.")
-        pairs = _versus(runs, versus)
-        if pairs:
-            name = "DeltaMem" if versus == "deltamem" else f"`{versus}`"
-            out += ["", f"{name} against each other memory, same phase, paired on the games "
-                    "both played:", "", *pairs]
-        within = _within(runs, versus)
-        if within:
-            out += ["", "Other paired differences (same games):", "", *within]
-        if missing:
-            out.append(f"Not measured in this setting: {', '.join(missing)}.")
-        if blocks:
-            out += ["", *_curves(runs, blocks, label, plot, key)]
-        out += ["", "Commands:", "", "```bash"]
-        out += [command(cfg) for cfg, _ in runs]
-        out += ["```", ""]
+    out += tables(runs, expect, versus=versus, blocks=blocks, plot=plot)
     if skipped:
         out += ["Skipped (no config.json or episodes.jsonl): " + ", ".join(skipped), ""]
     return "\n".join(out).rstrip() + "\n"

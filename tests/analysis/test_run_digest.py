@@ -1,0 +1,67 @@
+"""Run digests: the compact committed copy of a run keeps everything the results page shows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from deltamem.analysis.run_digest import (
+    RunRecord,
+    from_run_dir,
+    model_settings,
+    read_digest,
+    write_digest,
+)
+from deltamem.errors import ConfigError
+
+from .analysis_toys import fake_run
+
+
+def test_a_digest_round_trips_what_the_page_reads(tmp_path: Path) -> None:
+    d = fake_run(tmp_path, "dm", "deltamem", [1, 0, 1], commit="aef4ddf5af79")
+    rec = from_run_dir(d)
+    assert rec.name == "dm" and rec.build_episodes == 2 and rec.trajectories
+    assert (rec.commit, rec.date, rec.model) == ("aef4ddf", "2026-11-28", "`scripted`")
+    assert [r["phase"] for r in rec.rows] == ["frozen"] * 3  # build episodes are counted only
+    assert [r["search"] for r in rec.rows] == [0, 1, 2]
+    assert [r["tokens"] for r in rec.rows] == [105, 205, 305]
+    path = write_digest(rec, tmp_path / "digests" / "dm.jsonl")
+    back = read_digest(path)
+    assert back == rec
+    assert len(path.read_text().splitlines()) == 4  # the header, one line per episode
+
+
+def test_reading_a_damaged_or_foreign_digest_is_a_config_error(tmp_path: Path) -> None:
+    bad = tmp_path / "x.jsonl"
+    with pytest.raises(ConfigError):
+        read_digest(bad)  # missing
+    bad.write_text(json.dumps({"digest": 99}) + "\n")
+    with pytest.raises(ConfigError, match="version"):
+        read_digest(bad)
+    rec = from_run_dir(fake_run(tmp_path, "dm", "deltamem", [1]))
+    good = write_digest(rec, tmp_path / "dm.jsonl").read_text().splitlines()
+    bad.write_text(good[0] + "\n" + json.dumps({"phase": "frozen"}) + "\n")
+    with pytest.raises(ConfigError, match="lack"):
+        read_digest(bad)
+    with pytest.raises(ConfigError, match="not a run directory"):
+        from_run_dir(tmp_path)
+
+
+def test_a_record_filters_its_rows_by_phase(tmp_path: Path) -> None:
+    rec = from_run_dir(fake_run(tmp_path, "dm", "deltamem", [1, 0], phase="unfrozen"))
+    assert isinstance(rec, RunRecord)
+    assert len(rec.phase("unfrozen")) == 2 and rec.phase("frozen") == []
+
+
+def test_model_settings_come_from_versions_then_from_the_llm_cache(tmp_path: Path) -> None:
+    assert model_settings(tmp_path) is None  # nothing recorded
+    (tmp_path / "llm-cache.jsonl").write_text(
+        json.dumps({"key": "k:0", "model": "local:SmolLM2-135M-Instruct@q8_0"}) + "\n")
+    assert model_settings(tmp_path) == "`local:SmolLM2-135M-Instruct@q8_0`"
+    sessions = [{"session": 0, "llm": None},
+                {"session": 1, "llm": {"name": "local:m@q8_0", "flash_attn": False,
+                                       "n_ubatch": None, "n_ctx": 4096}}]
+    (tmp_path / "versions.json").write_text(json.dumps(sessions))
+    assert model_settings(tmp_path) == "`local:m@q8_0` (flash_attn false)"
