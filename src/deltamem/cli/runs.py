@@ -214,7 +214,8 @@ def demo(
 ) -> None:
     """The main job: held-out games with no memory and with a DeltaMem bank of demonstrations.
 
-    The banks are built from demonstrations, then frozen; prints success with 95%
+    Each memory system's bank is built from --train-episodes demonstrations, then frozen,
+    and the agent plays --episodes held-out games with it; prints success with 95%
     intervals, the difference, one recall and the trees.
     """
     from deltamem.bench.stats import bootstrap_ci
