@@ -89,7 +89,7 @@ def test_an_option_re_declared_with_another_help_is_caught():
 def test_a_command_default_goes_before_the_final_stop():
     assert options.EMBEDDER("minilm").help == (
         "Embedder (a bank keeps the one it was built with): minilm (bundled) | "
-        "hashing[:DIM] | st:MODEL (default: minilm).")
+        "hashing[:DIM] | st:MODEL | wordllama (default: minilm).")
     assert options.EMBEDDER().help == options.EMBEDDER.help
     assert _DEFAULT_NOTE.sub(r"\1", options.EMBEDDER("x (y)").help) == options.EMBEDDER.help
 

@@ -71,7 +71,7 @@ TRAIN_EPISODES = _shared("--train-episodes", help="Build phase (train-to-test): 
 LLM = _shared("--llm", help="LLM: local (bundled SmolLM2) | local:PATH.gguf | openai:MODEL | "
               "scripted.")
 EMBEDDER = _shared("--embedder", help="Embedder (a bank keeps the one it was built with): "
-                   "minilm (bundled) | hashing[:DIM] | st:MODEL.")
+                   "minilm (bundled) | hashing[:DIM] | st:MODEL | wordllama.")
 EXTRACTOR = _shared("--extractor", help="How experience is extracted: structural (rules, no "
                     "LLM) or llm, by the --llm model.")
 GUIDE = _shared("--guide", help="How the agent uses the recalled procedure: off = the paper's "
