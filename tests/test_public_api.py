@@ -15,6 +15,20 @@ def test_public_names_are_pinned():
         assert hasattr(deltamem, name), name
 
 
+def test_error_and_seed_names_are_pinned():
+    """The error tree and the seed helper (docs/api.md); change these sets deliberately."""
+    from deltamem import errors, seeding
+
+    assert {n for n, v in vars(errors).items()
+            if isinstance(v, type) and issubclass(v, Exception) and not n.startswith("_")} == {
+        "DeltaMemError", "ConfigError", "InvalidInputError", "ToolInputError", "StoreError",
+        "EmbedderMismatchError", "NotABankError", "BankDamagedError", "BankReadOnlyError",
+        "StorageFullError", "InvalidImportError", "BankNotFound", "BankNotEmpty",
+        "ReadOnlyError", "EmbedderError", "LLMError", "LLMUnavailableError", "ElfCompatError",
+        "ExtractionError", "CellFailed"}
+    assert set(seeding.__all__) == {"Seed", "check_generator", "check_random_state", "sub_seed"}
+
+
 def test_episode_round_trips_through_json():
     usage = Usage()
     usage.add("act", 10, 2)

@@ -1,27 +1,50 @@
 """Exceptions raised by deltamem.
 
 Every error the library raises on purpose derives from :class:`DeltaMemError`,
-so callers can catch one root. The tree::
+so callers can catch one root. The whole tree (each class is importable from here;
+the module named in brackets re-exports it where it was first defined)::
 
     DeltaMemError
     ├── ConfigError            bad configuration value, unknown domain or name
     ├── InvalidInputError      bad episode / task given to a public function (empty
-    │                          trajectory, NaN reward, ...); nothing was changed
+    │   │                      trajectory, NaN reward, ...); nothing was changed
+    │   └── ToolInputError          an MCP tool's arguments are invalid
+    │                               [integrations.mcp.tools]
     ├── StoreError             a memory bank cannot be opened, read or written
     │   ├── EmbedderMismatchError   bank was built with another embedder (name/dim)
     │   ├── NotABankError           the file is not a deltamem bank (another format)
     │   ├── BankDamagedError        the bank's file is damaged (its pages do not read)
     │   ├── BankReadOnlyError       the bank (file, folder or medium) cannot be written
     │   ├── StorageFullError        the disk (or the bank's size limit) is full
-    │   └── InvalidImportError      an import's records break an invariant; nothing written
+    │   ├── InvalidImportError      an import's records break an invariant; nothing written
+    │   ├── BankNotFound            a tenant has no bank of that name (HTTP 404)
+    │   │                           [service.banks, service]
+    │   └── BankNotEmpty            an import into a bank that has nodes (HTTP 409)
+    │                               [service.tenants, service]
+    ├── ReadOnlyError          a write to a read-only service, the local viewer (HTTP 403)
+    │                          [service.tenants, service]
     ├── EmbedderError          an embedder cannot load or run (never a silent fallback)
     ├── LLMError               an LLM backend failed after its retries
     │   └── LLMUnavailableError     backend not installed / model file not found
-    └── ExtractionError        LLM output failed validation after the repair retry;
-                               it was logged and nothing was stored
-"""
+    │       └── ElfCompatError      llama.cpp's library cannot be re-linked for an older
+    │                               glibc (also a ValueError) [llm.elf_compat]
+    ├── ExtractionError        LLM output failed validation after the repair retry;
+    │                          it was logged and nothing was stored
+    └── CellFailed             cells of a sweep or grid failed; the others are kept
+                               [bench.cells]
 
+Private control flow stays private where it is used and never leaves its module:
+``memories.deltamem._StaleDecision`` (a learn's write decision was made on a bank that
+changed under it: roll back and decide again), ``store.records._Bad`` (why one record of an
+import is refused; it leaves as :class:`InvalidImportError`),
+``llm.openai_compat._ResponseFormatRejected`` (the server refuses the JSON schema format:
+ask again with a plainer one) and ``_NotACompletion`` (a reply that is not a completion:
+retried like a transient fault).
+"""
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
 
 
 class DeltaMemError(Exception):
@@ -38,6 +61,10 @@ class InvalidInputError(DeltaMemError, ValueError):
 
 class StoreError(DeltaMemError):
     """A memory bank cannot be opened, read or written."""
+
+
+class ToolInputError(InvalidInputError):
+    """A tool's arguments are invalid (the message names the field); nothing changed."""
 
 
 class EmbedderMismatchError(StoreError):
@@ -66,6 +93,18 @@ class InvalidImportError(StoreError, ValueError):
     the whole import was refused and nothing was written."""
 
 
+class BankNotFound(StoreError):
+    """The tenant has no bank of that name (the service answers 404)."""
+
+
+class BankNotEmpty(StoreError):
+    """An import into a bank that already has nodes (an import needs an empty bank)."""
+
+
+class ReadOnlyError(DeltaMemError):
+    """A write (learn, import, delete) to a read-only service (the local viewer)."""
+
+
 class EmbedderError(DeltaMemError):
     """An embedder cannot be loaded or fails to embed."""
 
@@ -88,6 +127,11 @@ class LLMUnavailableError(LLMError):
     """The LLM backend (package or model file) is not available on this machine."""
 
 
+class ElfCompatError(LLMUnavailableError, ValueError):
+    """The file is not a little-endian ELF64 library :mod:`deltamem.llm.elf_compat` can
+    rewrite (so llama.cpp's library cannot be re-linked for this glibc)."""
+
+
 class ExtractionError(DeltaMemError):
     """LLM output stayed invalid after the repair retry; it was rejected and logged."""
 
@@ -95,3 +139,27 @@ class ExtractionError(DeltaMemError):
         super().__init__(message)
         self.role = role
         self.raw = raw
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class CellFailed(DeltaMemError):
+    """Cells that failed (their own error, or their worker died more than ``retries``
+    times); the others finished and are kept: run again to resume. ``failures`` lists
+    ``(cell, error)`` (a :class:`~deltamem.bench.cells.Cell` has a ``name``); ``total``
+    the cells of the call."""
+
+    def __init__(self, failures: Sequence[tuple[_Named, BaseException]], total: int) -> None:
+        self.failures = list(failures)
+        self.total = total
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        first = self.failures[0] if self.failures else None
+        head = (f"{len(self.failures)} of {self.total} cells failed "
+                f"({', '.join(c.name for c, _ in self.failures)}); finished cells are kept, "
+                "run again to resume")
+        return head + (f"; {first[0].name}: {first[1]}" if first else "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -123,3 +124,92 @@ def test_broken_entry_points_raise_config_errors(scratch):
         make_env("toy-not-env")
     with pytest.raises(ConfigError, match="must be a str"):
         make_env(3)  # type: ignore[arg-type]
+
+
+# -- what the module doc says each environment needs ---------------------------------------------
+
+_SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def _doc_rows() -> dict[str, str]:
+    """``{name: the packages it needs}`` from the table in the registry's docstring (the
+    names before `` + ``; ``no package``: none)."""
+    from deltamem.envs import registry
+
+    rows = {}
+    for line in (registry.__doc__ or "").splitlines():
+        parts = line.split(maxsplit=2)
+        if len(parts) == 3 and line.startswith("    ") and parts[0] in list_envs():
+            rows[parts[0]] = parts[2].split(" + ")[0].strip()
+    return rows
+
+
+def _imported_distributions(entry_point: str) -> set[str]:
+    """The distributions whose modules the entry point's module imports, following the
+    ``deltamem.envs`` modules it imports (every import counts, lazy ones too)."""
+    import ast
+    from importlib.metadata import packages_distributions
+
+    dists = packages_distributions()
+    seen, todo, out = set(), [entry_point.partition(":")[0]], set()
+    while todo:
+        module = todo.pop()
+        path = _SRC / (module.replace(".", "/") + ".py")
+        if module in seen or not path.exists():
+            continue
+        seen.add(module)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and node.module
+                     and not node.level else [])
+            for name in names:
+                top = name.split(".")[0]
+                if name.startswith("deltamem.envs"):
+                    todo.append(name)
+                elif top != "deltamem" and top not in sys.stdlib_module_names | {"__future__"}:
+                    out.update(d.lower().replace("_", "-")
+                               for d in dists.get(top, [top.replace("_", "-")]))
+    return out
+
+
+def _brought_by(dists: set[str]) -> set[str]:
+    """``dists`` and everything they require (extras followed), as installed."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    from packaging.requirements import Requirement
+
+    seen: set[tuple[str, frozenset[str]]] = set()
+    todo = [(d, frozenset[str]()) for d in dists]
+    while todo:
+        dist, extras = todo.pop()
+        if (dist, extras) in seen:
+            continue
+        seen.add((dist, extras))
+        try:
+            reqs = requires(dist) or []
+        except PackageNotFoundError:
+            pytest.skip(f"{dist} is not installed")
+        for text in reqs:
+            req = Requirement(text)
+            wanted = [{"extra": e} for e in extras] or [{"extra": ""}]
+            if req.marker is None or any(req.marker.evaluate(w) for w in wanted):
+                todo.append((req.name.lower().replace("_", "-"), frozenset(req.extras)))
+    return {d for d, _ in seen}
+
+
+def test_the_module_doc_lists_every_environment():
+    assert set(_doc_rows()) == set(list_envs())
+
+
+@pytest.mark.parametrize("name", sorted(_doc_rows()))
+def test_the_module_doc_says_what_each_environment_needs(name):
+    """The packages a row names are imported by the environment, and they (with what
+    deltamem itself installs) bring every package it imports."""
+    from deltamem.envs.registry import _REGISTRY
+
+    said = _doc_rows()[name]
+    named = set() if said == "no package" else {p.strip() for p in said.split(",")}
+    imported = _imported_distributions(_REGISTRY[name].entry_point)
+    assert named <= imported, f"{name}: the doc names {named - imported}, never imported"
+    missing = imported - _brought_by(named | {"deltamem"})
+    assert not missing, f"{name}: imports {missing}, which the doc does not name"

@@ -21,7 +21,8 @@ Contract of :meth:`ExpertAgent.play`:
   action that is admissible now (the next one when none is). On track, the planned
   action is sent as it is (the environment judges it).
   So a noisy stream holds successes, partial successes and failures.
-* The random source is ``random.Random(f"{seed}/{task.id}")`` created per episode:
+* The random source is ``check_random_state(sub_seed(seed, task.id))``
+  (:mod:`deltamem.seeding`) created per episode:
   the same seed and task give the same episode whatever ran before it.
 * The step cap is ``max_steps`` when given, else ``env.max_steps(task)``; the
   episode ends when the environment says done, when the plan is used up, or at
@@ -32,12 +33,12 @@ Contract of :meth:`ExpertAgent.play`:
 
 from __future__ import annotations
 
-import random
 import re
 from dataclasses import KW_ONLY, dataclass
 
 from deltamem.envs.base import Environment, Transition
 from deltamem.errors import ConfigError
+from deltamem.seeding import check_random_state, sub_seed
 from deltamem.text import fold
 from deltamem.types import Episode, Recall, Step, Task, Usage
 
@@ -111,7 +112,7 @@ class ExpertAgent:
         cap = self.max_steps if self.max_steps is not None else env.max_steps(task)
         if not isinstance(cap, int) or cap < 1:
             raise ConfigError(f"step cap must be a positive integer, got {cap!r}")
-        rng = random.Random(f"{self.seed}/{task.id}")
+        rng = check_random_state(sub_seed(self.seed, task.id))
         todo = list(plan)
         off_track = False  # a random action was taken and no planner re-planned
         steps: list[Step] = []

@@ -31,6 +31,7 @@ import numpy as np
 
 from deltamem.errors import ConfigError, InvalidInputError, LLMError
 from deltamem.llm.base import LogProbSampler, Message
+from deltamem.seeding import check_generator
 from deltamem.types import Task
 
 __all__ = [
@@ -171,7 +172,7 @@ def compare_contexts(
     :class:`InvalidInputError` when every recall is empty. The same ``seed`` is used
     for the three estimates of a task (common random numbers).
     """
-    rng = np.random.default_rng(seed)
+    rng = check_generator(seed)
     rows = []
     for task in tasks:
         recall = memory.recall(task)

@@ -47,7 +47,7 @@ from typing import Any, Literal
 
 from deltamem.bench.config import RunConfig, is_local_llm
 from deltamem.bench.rundir import write_json_atomic
-from deltamem.errors import ConfigError, DeltaMemError
+from deltamem.errors import CellFailed, ConfigError, DeltaMemError
 
 __all__ = ["Cell", "CellFailed", "CellOutcome", "Engine", "cell_cpus", "run_cell", "run_cells"]
 
@@ -99,24 +99,6 @@ class CellOutcome:
     episodes: int = 0
     seconds: float = 0.0
     skipped: bool = False
-
-
-class CellFailed(DeltaMemError):
-    """Cells that failed (their own error, or their worker died more than ``retries``
-    times); the others finished and are kept: run again to resume. ``failures`` lists
-    ``(cell, error)``; ``total`` the cells of the call."""
-
-    def __init__(self, failures: list[tuple[Cell, BaseException]], total: int) -> None:
-        self.failures = failures
-        self.total = total
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        first = self.failures[0] if self.failures else None
-        head = (f"{len(self.failures)} of {self.total} cells failed "
-                f"({', '.join(c.name for c, _ in self.failures)}); finished cells are kept, "
-                "run again to resume")
-        return head + (f"; {first[0].name}: {first[1]}" if first else "")
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from deltamem.errors import InvalidInputError
+from deltamem.seeding import check_generator
 
 __all__ = ["Gain", "gain", "phase_outcomes"]
 
@@ -56,7 +57,7 @@ def gain(a: Sequence[float], b: Sequence[float], *, ids_a: Sequence[str] | None 
     if not 0 < level < 1 or n_boot < 1:
         raise InvalidInputError(f"need 0 < level < 1 and n_boot >= 1, got {level}, {n_boot}")
     paired = ids_a is not None and ids_b is not None and list(ids_a) == list(ids_b)
-    rng = np.random.default_rng(seed)
+    rng = check_generator(seed)
     if paired:
         d = xb - xa
         draws = d[rng.integers(0, d.size, size=(n_boot, d.size))].mean(axis=1)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from deltamem.errors import InvalidInputError
+from deltamem.seeding import check_generator
 
 __all__ = ["bootstrap_ci", "running_mean"]
 
@@ -26,7 +27,7 @@ def bootstrap_ci(
         raise InvalidInputError(f"need 0 < level < 1 and n_boot >= 1, got {level}, {n_boot}")
     if x.size == 1:
         return float(x[0]), float(x[0])
-    rng = np.random.default_rng(seed)
+    rng = check_generator(seed)
     means = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
     alpha = (1 - level) / 2
     lo, hi = np.quantile(means, [alpha, 1 - alpha])

@@ -13,6 +13,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from deltamem.cli import options as opts
+from deltamem.cli.options import BootstrapSeed as Seed
+from deltamem.cli.options import NBoot
+
 if TYPE_CHECKING:
     from deltamem.analysis.grid import CellResult
 
@@ -26,8 +30,9 @@ Out = Annotated[
     typer.Option(help="Output directory (default: the run directory, or the common parent "
                       "of several)."),
 ]
-Seed = Annotated[int, typer.Option(help="Bootstrap seed.")]
-NBoot = Annotated[int, typer.Option(help="Bootstrap resamples.")]
+
+
+_FROM_CONFIG = "the --config file's; one of the two is needed"
 
 
 def _out(out: Path | None, run_dirs: list[Path]) -> Path:
@@ -79,7 +84,7 @@ def table5(run_dirs: RunDirs, out: Out = None) -> None:
 def depth_bars(
     run_dirs: RunDirs,
     out: Out = None,
-    plots: Annotated[bool, typer.Option(help="Draw the PNG (needs matplotlib).")] = True,
+    plots: opts.Plots = True,
 ) -> None:
     """Figure 5: node counts per depth per tree, one stacked bar per run."""
     from deltamem.analysis.depth import depth_bars as run_depth_bars
@@ -89,47 +94,34 @@ def depth_bars(
 
 def grid(
     out: Annotated[Path, typer.Option(help="Directory of the grid (one run dir per cell).")],
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="TOML run configuration shared by every cell "
-                     "(as for `deltamem run`); flags override it."),
-    ] = None,
-    env: Annotated[str | None, typer.Option(help="Environment spec.")] = None,
-    split: Annotated[str | None, typer.Option(help="Split to evaluate.")] = None,
-    episodes: Annotated[int | None, typer.Option(help="Episodes per cell.")] = None,
+    config: Annotated[Path | None, opts.CONFIG()] = None,
+    env: Annotated[str | None, opts.ENV(_FROM_CONFIG)] = None,
+    split: Annotated[str | None, opts.SPLIT(_FROM_CONFIG)] = None,
+    episodes: Annotated[int | None, opts.EPISODES("every task of the split")] = None,
     tau_task: Annotated[str, typer.Option(help="τ_task values, comma-separated.")] = "0.75",
     tau_env: Annotated[str, typer.Option(help="τ_env values, comma-separated.")] = "0.85",
     k_cons: Annotated[str, typer.Option(help="K_cons values, e.g. 3,5,inf.")] = "5",
-    workers: Annotated[int, typer.Option(help="Parallel processes (local engine).")] = 2,
-    engine: Annotated[
-        str, typer.Option(help="local (processes on this machine) | ray (Ray tasks) | auto")
-    ] = "local",
-    address: Annotated[
-        str | None, typer.Option(help="Join this Ray cluster (implies --engine ray).")
-    ] = None,
-    llm: Annotated[str | None, typer.Option(help="LLM spec (default: local).")] = None,
-    embedder: Annotated[
-        str | None, typer.Option(help="Embedder spec (default: minilm).")
-    ] = None,
-    seed: Annotated[int | None, typer.Option(help="Task-order seed (default: 0).")] = None,
-    extractor: Annotated[
-        str | None, typer.Option(help="structural | llm (default: structural)")
-    ] = None,
+    workers: Annotated[int, opts.WORKERS()] = 2,
+    engine: Annotated[str, opts.ENGINE()] = "local",
+    address: Annotated[str | None, opts.ADDRESS()] = None,
+    llm: Annotated[str | None, opts.LLM("local")] = None,
+    embedder: Annotated[str | None, opts.EMBEDDER("minilm")] = None,
+    seed: Annotated[int | None, opts.TASK_SEED("0")] = None,
+    extractor: Annotated[str | None, opts.EXTRACTOR("structural")] = None,
     constrained: Annotated[
         bool | None,
-        typer.Option("--constrained/--free",
-                     help="Pick among admissible actions (default: --constrained with a local "
-                          "model, --free with an API model)."),
+        opts.CONSTRAINED("--constrained with a local model; --free with an API model, the "
+                         "paper's setting"),
     ] = None,
-    option: Annotated[
-        list[str] | None, typer.Option("--option", "-o", help="Further memory option key=value.")
-    ] = None,
-    plots: Annotated[bool, typer.Option(help="Draw heatmaps and depth bars.")] = True,
+    option: opts.MemoryOptions = None,
+    plots: opts.Plots = True,
 ) -> None:
     """Figure 4: a DeltaMem run per (τ_task, τ_env, K_cons) cell in parallel, then heatmaps.
 
     A sweep of one system and one seed (`deltamem sweep` runs any number): the cells run in
-    local processes, or as Ray tasks with --engine ray / --address."""
+    local processes, or as Ray tasks with --engine ray or --address (--address alone switches
+    the engine to Ray). The --config file is shared by every cell; the grid's τ/K values come
+    on top of --option."""
     from deltamem.analysis.grid import grid as run_grid_cmd
     from deltamem.analysis.grid import grid_settings, parse_floats, parse_k_values
     from deltamem.bench import parse_options
@@ -152,11 +144,11 @@ def grid(
 
 
 def calibrate(
-    env: Annotated[str, typer.Option(help="Environment spec.")],
-    split: Annotated[str, typer.Option(help="Split to sample tasks from.")],
+    env: Annotated[str, opts.ENV()],
+    split: Annotated[str, opts.SPLIT()],
     n: Annotated[int, typer.Option(help="Number of tasks (the first n of the split).")] = 40,
-    embedder: Annotated[str, typer.Option(help="Embedder spec.")] = "minilm",
-    seed: Annotated[int, typer.Option(help="Task-order seed.")] = 0,
+    embedder: Annotated[str, opts.EMBEDDER()] = "minilm",
+    seed: Annotated[int, opts.TASK_SEED()] = 0,
     quantile: Annotated[
         float, typer.Option(help="q of the rule τ = q-quantile of nearest-neighbour scores.")
     ] = 0.75,
@@ -178,28 +170,25 @@ def calibrate(
 
 
 def eval_recall(
-    env: Annotated[list[str], typer.Option(
-        "--env", help="Environment spec; repeat to interleave several (TextWorld families).")],
+    env: Annotated[list[str], opts.ENV()],
     train_split: Annotated[str, typer.Option(help="Split whose solved tasks fill the bank.")]
     = "train",
     test_split: Annotated[str, typer.Option(help="Held-out split that is recalled.")]
     = "unseen",
     n_train: Annotated[int, typer.Option(help="Train tasks per environment.")] = 60,
     n_test: Annotated[int, typer.Option(help="Held-out tasks per environment.")] = 30,
-    embedder: Annotated[str, typer.Option(help="Embedder spec.")] = "minilm",
-    option: Annotated[
-        list[str] | None, typer.Option("--option", "-o", help="DeltaMem option key=value.")
-    ] = None,
-    env_option: Annotated[
-        list[str] | None, typer.Option("--env-option", "-e", help="Environment option key=value.")
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Task-stream seed.")] = 0,
+    embedder: Annotated[str, opts.EMBEDDER()] = "minilm",
+    option: opts.MemoryOptions = None,
+    env_option: Annotated[list[str] | None, opts.ENV_OPTIONS()] = None,
+    seed: Annotated[int, opts.TASK_SEED()] = 0,
     out: Annotated[Path | None, typer.Option(help="Write recall.md/.json/.png here.")] = None,
 ) -> None:
     """Recall quality of DeltaMem's trees, with no LLM: warm rate, precision@1, scores.
 
     Per tree, on a bank filled from the environment's own solutions; the score
-    distributions of relevant and irrelevant matches show where τ sits.
+    distributions of relevant and irrelevant matches show where τ sits. --env may be
+    repeated to interleave several environments (TextWorld families); --option sets
+    DeltaMem's options.
     """
     from deltamem.analysis.recall_eval import eval_recall as run_eval
     from deltamem.analysis.recall_eval import write_report

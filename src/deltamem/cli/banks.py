@@ -15,9 +15,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
+from deltamem.cli.options import Bank, Json
 from deltamem.errors import DeltaMemError
 
-__all__ = ["BankArg", "common_start", "register", "tree_show"]
+__all__ = ["common_start", "register", "tree_show"]
 
 console = Console()
 
@@ -31,23 +32,6 @@ def register(app: typer.Typer) -> None:
     app.command("export")(export_cmd)
     app.command("import")(import_cmd)
     app.command()(prune)
-
-
-def _bank_arg(value: str) -> str:
-    """Typer callback: a run directory stands for its bank."""
-    from deltamem.store.location import resolve_bank
-
-    return resolve_bank(value) if value else value
-
-
-BankArg = Annotated[
-    str,
-    typer.Argument(
-        metavar="BANK",
-        help="A memory bank: a .db file, a postgresql://… URL, or a run directory (its bank).",
-        callback=_bank_arg,
-    ),
-]
 
 
 def _open_readonly(bank: str):
@@ -87,7 +71,7 @@ def common_start(texts: list[str], *, min_chars: int = 24) -> str:
 
 
 def tree_show(
-    bank: BankArg,
+    bank: Bank,
     which: Annotated[str, typer.Option("--tree", help="task, env or both.")] = "both",
     width: Annotated[int, typer.Option(help="Characters of trigger text shown.")] = 70,
     full: Annotated[bool, typer.Option(help="Also print each node's payload.")] = False,
@@ -142,8 +126,8 @@ def _trigger(trigger: str, shared: str, width: int) -> str:
 
 
 def stats(
-    bank: BankArg,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    bank: Bank,
+    as_json: Json = False,
 ) -> None:
     """Node counts by tree, depth, kind and label; average whitespace tokens per ROOT/RESIDUAL."""
     from deltamem.memories import bank_system, open_bank
@@ -193,7 +177,7 @@ def stats(
 
 
 def export_cmd(
-    bank: BankArg,
+    bank: Bank,
     out: Annotated[Path, typer.Argument(help="JSONL file to write.")],
 ) -> None:
     """Write every record of a bank (meta, nodes, logs) to a JSONL file."""
@@ -215,15 +199,14 @@ def import_cmd(
 
 
 def prune(
-    bank: BankArg,
+    bank: Bank,
     policy: Annotated[list[str], typer.Option(
         "--policy", "-p", help="unused:N (no learn used it in the last N episodes) or "
         "harmful[:K] (failed episodes followed it K more times than successful ones; "
         "K=2); repeatable.")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be "
                                           "removed.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")
-                       ] = False,
+    as_json: Json = False,
 ) -> None:
     """Remove the nodes a forgetting policy names, each with its subtree.
 

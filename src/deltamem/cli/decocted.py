@@ -20,6 +20,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from deltamem.cli import options as opts
+
 __all__ = ["register"]
 
 console = Console()
@@ -36,10 +38,9 @@ def register(app: typer.Typer) -> None:
                                                   "bank (.db), or the run directory holding it.")],
         out: Annotated[Path, typer.Argument(help="The consolidated bank to create.")],
         size: Annotated[int, typer.Option("--size", "-n", help="Entries to keep (N').")],
-        embedder: Annotated[str, typer.Option(help="Embedder spec the bank was built with.")]
-        = "minilm",
+        embedder: Annotated[str, opts.EMBEDDER()] = "minilm",
         alpha: Annotated[float, typer.Option(help="Weight of the lesson embedding.")] = 0.5,
-        seed: Annotated[int, typer.Option(help="k-means seed.")] = 0,
+        seed: Annotated[int, opts.KMEANS_SEED()] = 0,
     ) -> None:
         """Keep the entry nearest each of N' k-means centroids; write them to a new bank."""
         from deltamem.embed.factory import make_embedder
@@ -64,7 +65,7 @@ def register(app: typer.Typer) -> None:
         lam: Annotated[float, typer.Option("--lambda", help="λ of Q = Rel + λ·Div.")] = 0.6,
         phase: Annotated[str | None, typer.Option(help="Only this phase of both runs.")] = None,
         out: Annotated[Path | None, typer.Option(help="Also write the Markdown here.")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+        as_json: opts.Json = False,
     ) -> None:
         """Correlate Q with the improvement over no memory (Pearson r, and r over λ)."""
         from deltamem.analysis.context_quality import correlation_report

@@ -11,6 +11,9 @@ from typing import Annotated
 
 import typer
 
+from deltamem.cli import options as opts
+from deltamem.cli.options import Domain, Host, Keys
+
 
 def register(app: typer.Typer) -> None:
     """Add ``mcp`` to the ``deltamem`` Typer app."""
@@ -24,23 +27,25 @@ def mcp(
              "storage (a folder of banks, or a postgresql:// URL) as `deltamem serve` uses.")],
     http: Annotated[bool, typer.Option(
         "--http", help="Serve streamable HTTP (shared, API keys) instead of stdio.")] = False,
-    keys: Annotated[Path, typer.Option(help="API key file for --http (see `deltamem api-key`).")]
-    = Path("deltamem-keys.json"),
-    host: Annotated[str, typer.Option(help="Address to listen on (--http).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on (--http).")] = 8001,
+    keys: Keys = Path("deltamem-keys.json"),
+    host: Host = "127.0.0.1",
+    port: Annotated[int, opts.PORT()] = 8001,
     path: Annotated[str, typer.Option(help="URL path of the MCP endpoint (--http).")] = "/mcp",
     tenant: Annotated[str, typer.Option(
         help="stdio: whose banks a storage holds (the folder <storage>/<tenant>/).")] = "local",
     bank: Annotated[str, typer.Option(help="Bank of calls that name none (storage).")] = "default",
-    embedder: Annotated[str, typer.Option(help="minilm | hashing | st:MODEL")] = "minilm",
-    extractor: Annotated[str, typer.Option(help="structural | llm")] = "structural",
-    llm: Annotated[str | None, typer.Option(help="LLM spec for --extractor llm.")] = None,
-    domain: Annotated[str, typer.Option(help="Domain preset of banks created here.")] = "generic",
-    judge: Annotated[str | None, typer.Option(
-        help="Judge of learns that give no success: scripted (rules) or an LLM spec "
-             "(default: none; success is then required).")] = None,
+    embedder: Annotated[str, opts.EMBEDDER()] = "minilm",
+    extractor: Annotated[str, opts.EXTRACTOR()] = "structural",
+    llm: Annotated[str | None, opts.LLM("none; --extractor llm needs one")] = None,
+    domain: Domain = "generic",
+    judge: Annotated[str | None, opts.JUDGE(
+        "none: every learn must give its success; a judge decides learns that give none")] = None,
 ) -> None:
-    """Serve banks to MCP clients: tools recall, learn, stats, tree, banks; banks as resources."""
+    """Serve banks to MCP clients: tools recall, learn, stats, tree, banks; banks as resources.
+
+    On stdio by default; with --http, streamable HTTP on --host and --port, each call
+    with an API key from --keys.
+    """
     import logging
     import sys
 

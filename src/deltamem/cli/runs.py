@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from deltamem.cli import options as opts
 from deltamem.cli.banks import tree_show
 
 if TYPE_CHECKING:
@@ -28,45 +29,23 @@ def register(app: typer.Typer) -> None:
 
 
 def run(
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="TOML run configuration (keys = RunConfig fields); "
-                     "flags override it."),
-    ] = None,
+    config: Annotated[Path | None, opts.CONFIG()] = None,
     run_dir: Annotated[
         Path | None,
         typer.Option(help="Run directory; resumes if it exists (default: "
                      "runs/ENV-SPLIT-MEMORY)."),
     ] = None,
-    env: Annotated[
-        str | None,
-        typer.Option(help="Environment: household, alfworld, scienceworld, textworld:cooking, "
-                     "webshop, ... (default: household)"),
-    ] = None,
-    split: Annotated[
-        str | None, typer.Option(help="Split to evaluate: train, seen, unseen (default: seen).")
-    ] = None,
+    env: Annotated[str | None, opts.ENV("household")] = None,
+    split: Annotated[str | None, opts.SPLIT("seen")] = None,
     memory: Annotated[
         str | None,
         typer.Option(help="Memory system: none, deltamem, synapse, awm, ... (default: none)"),
     ] = None,
-    llm: Annotated[
-        str | None,
-        typer.Option(help="local (bundled SmolLM2) | local:PATH.gguf | openai:MODEL | scripted "
-                     "(default: local)"),
-    ] = None,
-    embedder: Annotated[
-        str | None,
-        typer.Option(help="minilm (bundled) | hashing[:DIM] | st:MODEL (default: minilm for "
-                     "every memory but none)"),
-    ] = None,
-    extractor: Annotated[
-        str | None, typer.Option(help="structural | llm (default: structural)")
-    ] = None,
-    episodes: Annotated[
-        int | None, typer.Option(help="Number of episodes (default: every task of the split).")
-    ] = None,
-    seed: Annotated[int | None, typer.Option(help="Task-order seed (default: 0).")] = None,
+    llm: Annotated[str | None, opts.LLM("local")] = None,
+    embedder: Annotated[str | None, opts.EMBEDDER("minilm for every memory but none")] = None,
+    extractor: Annotated[str | None, opts.EXTRACTOR("structural")] = None,
+    episodes: Annotated[int | None, opts.EPISODES("every task of the split")] = None,
+    seed: Annotated[int | None, opts.TASK_SEED("0")] = None,
     protocol: Annotated[
         str | None, typer.Option(help="online | train-to-test (default: online)")
     ] = None,
@@ -76,21 +55,12 @@ def run(
                      "default) or expert / expert:noise=P[,budget=N] (the environment's solution, "
                      "each action replaced at random with probability P; at most N steps).")
     ] = None,
-    train_episodes: Annotated[
-        int | None, typer.Option(help="train-to-test: build-phase episodes (default: all).")
-    ] = None,
-    guide: Annotated[
-        str | None,
-        typer.Option(help="How the agent uses the recalled procedure: off (the paper's "
-                     "agent, default), hint (next recalled step before the action list), "
-                     "prior (hint, and the choice among the actions realising it).")
-    ] = None,
+    train_episodes: Annotated[int | None, opts.TRAIN_EPISODES("all")] = None,
+    guide: Annotated[str | None, opts.GUIDE("off")] = None,
     constrained: Annotated[
         bool | None,
-        typer.Option("--constrained/--free",
-                     help="Pick among the admissible actions, or generate free text "
-                          "(default: --constrained with a local model; --free with an API "
-                          "model, the paper's setting)."),
+        opts.CONSTRAINED("--constrained with a local model; --free with an API model, the "
+                         "paper's setting"),
     ] = None,
     max_steps: Annotated[
         int | None, typer.Option(help="Step cap per episode (default: the environment's).")
@@ -110,20 +80,12 @@ def run(
         typer.Option(min=1, help="Play every evaluated game this many times, each attempt "
                      "from a fresh bank (needs --temperature above 0; default: 1).")
     ] = None,
-    option: Annotated[
-        list[str] | None, typer.Option("--option", "-o", help="Memory option key=value.")
-    ] = None,
-    env_option: Annotated[
-        list[str] | None,
-        typer.Option("--env-option", "-e",
-                     help="Environment option key=value, e.g. difficulty=3 (TextWorld)."),
-    ] = None,
+    option: opts.MemoryOptions = None,
+    env_option: Annotated[list[str] | None, opts.ENV_OPTIONS()] = None,
     judge: Annotated[
         str | None,
-        typer.Option(help="Learn the outcome an outcome judge reads from each trajectory "
-                     "instead of the environment's: scripted (rules, no model) or an LLM "
-                     "spec such as local (default: the environment's outcome; both are "
-                     "recorded).")
+        opts.JUDGE("none: the environment's outcome is learned; with a judge its verdict is, "
+                   "and both are recorded"),
     ] = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip report.md.")] = False,
 ) -> None:
@@ -189,19 +151,10 @@ def sweep(
     out: Annotated[
         Path | None, typer.Option(help="Folder of the cells and tables (default: the spec's out).")
     ] = None,
-    engine: Annotated[
-        str, typer.Option(help="auto (Ray when installed, else local processes) | ray | local")
-    ] = "auto",
-    address: Annotated[
-        str | None,
-        typer.Option(help="Join this Ray cluster (e.g. 127.0.0.1:6379 after `ray start --head`); "
-                     "default: start Ray on this machine for the sweep."),
-    ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(min=1, help="Local engine: cells at once (default: cores / cell cores)."),
-    ] = None,
-    plots: Annotated[bool, typer.Option(help="Draw the grid heatmaps and depth bars.")] = True,
+    engine: Annotated[str, opts.ENGINE()] = "auto",
+    address: Annotated[str | None, opts.ADDRESS()] = None,
+    workers: Annotated[int | None, opts.WORKERS("the cores / each cell's cores")] = None,
+    plots: opts.Plots = True,
 ) -> None:
     """Run (or resume) a sweep of systems x environments x seeds x settings.
 
@@ -224,7 +177,7 @@ def sweep(
 
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory made by `deltamem run`.")],
-    plots: Annotated[bool, typer.Option(help="Also draw PNG plots (needs matplotlib).")] = True,
+    plots: opts.Plots = True,
 ) -> None:
     """Write report.md (and PNG plots) for a run directory."""
     from deltamem.bench import report as make_report
@@ -236,21 +189,13 @@ def demo(
     out_dir: Annotated[Path, typer.Option(help="Where the run directories go.")] = Path(
         "runs/demo"
     ),
-    episodes: Annotated[
-        int, typer.Option(help="Held-out games played per memory system.")
-    ] = 20,
-    train_episodes: Annotated[
-        int, typer.Option(help="Demonstrations the banks are built from.")
-    ] = 30,
-    llm: Annotated[
-        str, typer.Option(help="LLM spec (default: the bundled local model).")
-    ] = "local",
-    env: Annotated[str, typer.Option(help="Environment spec.")] = "household",
-    split: Annotated[str, typer.Option(help="Evaluation split (held out).")] = "unseen",
-    seed: Annotated[int, typer.Option(help="Seed of the evaluation games.")] = 0,
-    guide: Annotated[
-        str, typer.Option(help="How the agent uses recall: off, hint or prior.")
-    ] = "prior",
+    episodes: Annotated[int, opts.EPISODES()] = 20,
+    train_episodes: Annotated[int, opts.TRAIN_EPISODES()] = 30,
+    llm: Annotated[str, opts.LLM()] = "local",
+    env: Annotated[str, opts.ENV()] = "household",
+    split: Annotated[str, opts.SPLIT()] = "unseen",
+    seed: Annotated[int, opts.TASK_SEED()] = 0,
+    guide: Annotated[str, opts.GUIDE()] = "prior",
     baseline: Annotated[
         list[str] | None,
         typer.Option(help="Also compare this memory (e.g. synapse); repeatable."),
@@ -269,7 +214,8 @@ def demo(
 ) -> None:
     """The main job: held-out games with no memory and with a DeltaMem bank of demonstrations.
 
-    The banks are built from demonstrations, then frozen; prints success with 95%
+    Each memory system's bank is built from --train-episodes demonstrations, then frozen,
+    and the agent plays --episodes held-out games with it; prints success with 95%
     intervals, the difference, one recall and the trees.
     """
     from deltamem.bench.stats import bootstrap_ci

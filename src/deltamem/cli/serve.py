@@ -11,6 +11,9 @@ from typing import Annotated
 
 import typer
 
+from deltamem.cli import options as opts
+from deltamem.cli.options import Bank, Domain, Host, Keys
+
 
 def register(app: typer.Typer) -> None:
     """Add the service commands to the ``deltamem`` Typer app."""
@@ -23,17 +26,13 @@ def serve(
     storage: Annotated[
         str, typer.Argument(help="Folder of SQLite banks, or a postgresql://… URL.")
     ],
-    keys: Annotated[Path, typer.Option(help="API key file (see `deltamem api-key`).")] = Path(
-        "deltamem-keys.json"
-    ),
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    embedder: Annotated[str, typer.Option(help="minilm | hashing | st:MODEL")] = "minilm",
-    extractor: Annotated[str, typer.Option(help="structural | llm")] = "structural",
-    llm: Annotated[str | None, typer.Option(help="LLM spec for --extractor llm.")] = None,
-    domain: Annotated[str, typer.Option(help="Domain preset of banks the service creates.")] = (
-        "generic"
-    ),
+    keys: Keys = Path("deltamem-keys.json"),
+    host: Host = "127.0.0.1",
+    port: Annotated[int, opts.PORT()] = 8000,
+    embedder: Annotated[str, opts.EMBEDDER()] = "minilm",
+    extractor: Annotated[str, opts.EXTRACTOR()] = "structural",
+    llm: Annotated[str | None, opts.LLM("none; --extractor llm needs one")] = None,
+    domain: Domain = "generic",
     max_body: Annotated[int, typer.Option(help="Largest request body in bytes.")] = 4 << 20,
 ) -> None:
     """Serve banks over HTTP (recall, learn, stats, tree, export, import) and the viewer."""
@@ -73,21 +72,11 @@ def serve(
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
-def _bank_arg(value: str) -> str:
-    from deltamem.store.location import resolve_bank
-
-    return resolve_bank(value) if value else value
-
-
 def view(
-    bank: Annotated[
-        str,
-        typer.Argument(metavar="BANK", callback=_bank_arg,
-                       help="A bank file, a postgresql://… URL, or a run directory (its bank)."),
-    ],
-    port: Annotated[int, typer.Option(help="Local port.")] = 8765,
+    bank: Bank,
+    port: Annotated[int, opts.PORT()] = 8765,
     embedder: Annotated[
-        str | None, typer.Option(help="Embedder spec (default: guessed from the bank).")
+        str | None, opts.EMBEDDER("the bank's: hashing:DIM for a hashing bank, else minilm")
     ] = None,
 ) -> None:
     """Show both trees of a bank in the browser (read-only, on 127.0.0.1)."""
@@ -98,9 +87,7 @@ def view(
 
 def api_key(
     tenant: Annotated[str, typer.Argument(help="Tenant the key belongs to.")],
-    keys: Annotated[Path, typer.Option(help="API key file to append to.")] = Path(
-        "deltamem-keys.json"
-    ),
+    keys: Keys = Path("deltamem-keys.json"),
     note: Annotated[str, typer.Option(help="Free text stored with the hash.")] = "",
 ) -> None:
     """Create an API key for a tenant; prints it once (only its hash is stored)."""

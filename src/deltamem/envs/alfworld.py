@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from pathlib import Path
 
 from deltamem.envs.base import GUIDE_RULES
 from deltamem.envs.household.catalog import TASK_TYPES
 from deltamem.envs.household.play import AlfredGameEnv, GameRef
 from deltamem.errors import ConfigError, InvalidInputError
+from deltamem.seeding import check_random_state
 
 __all__ = ["SPLIT_DIRS", "ALFWorldEnv"]
 
@@ -96,7 +96,7 @@ class ALFWorldEnv(AlfredGameEnv):
     def task_ids(self, split: str, seed: int = 0) -> list[str]:
         ids = sorted(self._collect(split))
         if seed:
-            random.Random(seed).shuffle(ids)
+            check_random_state(seed).shuffle(ids)
         return ids
 
     def locate(self, task_id: str) -> GameRef:

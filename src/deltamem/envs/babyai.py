@@ -23,12 +23,12 @@ success, 0 otherwise). Needs ``pip install minigrid``.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from typing import Any
 
 from deltamem.envs.base import GUIDE_RULES, Environment, Transition
 from deltamem.errors import ConfigError
+from deltamem.seeding import check_random_state
 from deltamem.types import Task
 
 __all__ = [
@@ -182,7 +182,7 @@ class BabyAIEnv(Environment):
             raise ConfigError(f"BabyAI splits are {', '.join(self.splits)}; got {split!r}")
         base = _SPLIT_SEED[split]
         ids = [f"{lv}:{base + i}" for lv in self.levels for i in range(self.tasks_per_level)]
-        random.Random(seed).shuffle(ids)
+        check_random_state(seed).shuffle(ids)
         return ids
 
     def reset(self, task_id: str) -> Task:

@@ -1,16 +1,24 @@
 """Environments selectable by name (CLI flags, config files), Gymnasium-style.
 
 Each name maps to a lazy ``"module:Class"`` entry point plus default keyword
-arguments, so importing deltamem never imports an environment package::
+arguments, so importing deltamem never imports an environment package. What each one
+needs (Python packages first, then anything else)::
 
-    scienceworld          ScienceWorldEnv()                       (scienceworld + Java)
-    textworld:treasure    TextWorldEnv(game="treasure")           (textworld)
-    textworld:cooking     TextWorldEnv(game="cooking")
-    textworld:coin        TextWorldEnv(game="coin")
-    webshop               WebShopEnv()                            (a running WebShop server)
-    household             HouseholdEnv()                          (built in, no package)
-    alfworld              ALFWorldEnv()                           (alfworld + its data)
-    babyai                BabyAIEnv()                             (minigrid)
+    scienceworld          ScienceWorldEnv()                scienceworld + Java (a JVM)
+    textworld:treasure    TextWorldEnv(game="treasure")    textworld
+    textworld:cooking     TextWorldEnv(game="cooking")     textworld
+    textworld:coin        TextWorldEnv(game="coin")        textworld
+    textworld:cleaning    CleaningEnv()                    textworld
+    webshop               WebShopEnv()                     httpx + a WebShop server you run
+    household             HouseholdEnv()                   alfworld, textworld + nothing to download
+                                                           (the games are generated)
+    alfworld              ALFWorldEnv()                    alfworld, textworld + ALFWorld's data
+                                                           (alfworld-download)
+    babyai                BabyAIEnv()                      minigrid
+
+``pip install 'deltamem[envs]'`` installs scienceworld, textworld, alfworld (whose
+``textworld[pddl]`` brings the Fast Downward planner the household engine runs) and httpx;
+``deltamem[mcma]`` installs minigrid.
 
 >>> "webshop" in list_envs()
 True

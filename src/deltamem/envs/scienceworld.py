@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import random
 import shutil
 import subprocess
 import threading
@@ -40,6 +39,7 @@ from typing import Any, Literal
 
 from deltamem.envs.base import GUIDE_RULES, Environment, Transition
 from deltamem.errors import ConfigError
+from deltamem.seeding import check_random_state, sub_seed
 from deltamem.types import Task
 
 __all__ = [
@@ -246,7 +246,7 @@ def sample_variations(
         if n is not None and n > len(ref):
             raise ConfigError(f"the paper's {split} set has {len(ref)} episodes, {n} requested")
         if seed != 0:
-            random.Random(seed).shuffle(ref)
+            check_random_state(seed).shuffle(ref)
         return ref[:n] if n is not None else ref
     if sampler == "balanced":
         return _balanced(tuple(TASKS), split, seed, _DEFAULT_N[split] if n is None else n)
@@ -259,7 +259,7 @@ def _balanced(names: tuple[str, ...], split: str, seed: int, n: int) -> list[tup
     for name in names:
         pool = _shuffled_variations(name, split, seed)
         chosen.extend((name, v) for v in sorted(pool[: quota[name]]))
-    random.Random(seed).shuffle(chosen)
+    check_random_state(seed).shuffle(chosen)
     return chosen
 
 
@@ -272,7 +272,7 @@ def _shuffled_variations(name: str, split: str, seed: int) -> list[int]:
     """``name``'s variations in ``split``, shuffled by
     ``random.Random(f"{seed}:{split}:{name}")``."""
     pool = list(_variation_range(name, split))
-    random.Random(f"{seed}:{split}:{name}").shuffle(pool)
+    check_random_state(sub_seed(seed, split, name, sep=":")).shuffle(pool)
     return pool
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import subprocess
 import sys
@@ -55,6 +54,7 @@ from deltamem.envs.textworld_games import (
     default_cache_dir,
 )
 from deltamem.errors import ConfigError
+from deltamem.seeding import check_random_state
 from deltamem.types import Task
 
 __all__ = ["CATALOG", "LEVELS", "CleaningEnv", "design"]
@@ -99,7 +99,7 @@ def design(level: int, seed: int) -> dict[str, Any]:
     """The house of ``(level, seed)`` as plain data: rooms with grid cells, passages,
     where every item starts, the misplaced items and the walkthrough. Pure and deterministic."""
     n_rooms, n_mis = LEVELS[level]
-    rng = random.Random(seed)
+    rng = check_random_state(seed)
     rooms = sorted(CATALOG)
     rng.shuffle(rooms)
     rooms = rooms[:n_rooms]
@@ -269,7 +269,7 @@ class CleaningEnv(Environment):
         base = SPLIT_SEED_BASE[split]
         ids = [f"cleaning-L{self.difficulty}-s{base + i}" for i in range(self.n_games)]
         if seed:
-            random.Random(seed).shuffle(ids)
+            check_random_state(seed).shuffle(ids)
         return ids
 
     def reset(self, task_id: str) -> Task:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import subprocess
 import sys
@@ -49,6 +48,7 @@ from typing import Any, Literal
 from deltamem.envs.base import GUIDE_RULES, Environment, Transition
 from deltamem.errors import ConfigError
 from deltamem.paths import user_cache_dir
+from deltamem.seeding import check_random_state
 from deltamem.types import Task
 
 __all__ = ["CHALLENGES", "COOKING_LEVELS", "SPLIT_SEED_BASE", "GameSpec", "TextWorldEnv"]
@@ -265,7 +265,7 @@ class TextWorldEnv(Environment):
         base = SPLIT_SEED_BASE[split]
         ids = [GameSpec(self.game, self.difficulty, base + i).task_id for i in range(self.n_games)]
         if seed != 0:
-            random.Random(seed).shuffle(ids)
+            check_random_state(seed).shuffle(ids)
         return ids
 
     def reset(self, task_id: str) -> Task:

@@ -23,7 +23,6 @@ Server errors (unreachable, HTTP >= 400) raise :class:`RuntimeError`.
 
 from __future__ import annotations
 
-import random
 import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -32,6 +31,7 @@ from urllib.parse import urljoin
 
 from deltamem.envs.base import GUIDE_RULES, Environment, Transition
 from deltamem.errors import ConfigError
+from deltamem.seeding import check_random_state
 from deltamem.types import Task
 
 __all__ = ["PAPER_TEST_GOALS", "SEARCH_ACTION", "Page", "WebShopEnv", "parse_page"]
@@ -318,7 +318,7 @@ class WebShopEnv(Environment):
         else:
             raise ConfigError(f"unknown WebShop split {split!r}; known: {', '.join(self.splits)}")
         if seed != 0:
-            random.Random(seed).shuffle(goals)
+            check_random_state(seed).shuffle(goals)
         return [f"{self.session_prefix}{g}" for g in goals]
 
     def reset(self, task_id: str) -> Task:

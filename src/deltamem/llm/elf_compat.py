@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import struct
 
+from deltamem.errors import ElfCompatError
+
 __all__ = ["C23_SYMBOLS", "ElfCompatError", "glibc_2_38_symbols", "relink_c23"]
 
 C23_SYMBOLS = frozenset({"__isoc23_strtol", "__isoc23_strtoul", "__isoc23_strtoull",
@@ -30,10 +32,6 @@ C23_SYMBOLS = frozenset({"__isoc23_strtol", "__isoc23_strtoul", "__isoc23_strtou
 _PREFIX = len("__isoc23_")
 _SHT_DYNSYM, _SHT_VERNEED, _SHT_VERSYM = 11, 0x6FFFFFFE, 0x6FFFFFFF
 _NEW, _OLD, _LIBC = "GLIBC_2.38", "GLIBC_2.2.5", "libc.so.6"
-
-
-class ElfCompatError(ValueError):
-    """The file is not a little-endian ELF64 library this module can rewrite."""
 
 
 def _elf_hash(name: bytes) -> int:

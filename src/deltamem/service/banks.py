@@ -28,16 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from deltamem.embed.base import Embedder
-from deltamem.errors import ConfigError, EmbedderMismatchError, StoreError
+from deltamem.errors import BankNotFound, ConfigError, EmbedderMismatchError, StoreError
 from deltamem.extract.base import Extractor
 from deltamem.memories.deltamem import DeltaMem
 from deltamem.store.factory import is_url, open_store
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-
-
-class BankNotFound(StoreError):
-    """The tenant has no bank of that name (the service answers 404)."""
 
 
 def check_name(kind: str, name: str) -> str:

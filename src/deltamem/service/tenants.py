@@ -6,9 +6,10 @@ and the MCP tools (:mod:`deltamem.integrations.mcp`), without either framework. 
 names banks, never another tenant: the tenant is part of the bank's storage key
 (:class:`~deltamem.service.banks.BankSpace`), so no call reaches another tenant's rows. A
 missing bank recalls nothing and is created by its first learn. Answers are the response
-bodies of :mod:`deltamem.service.models`; errors are the library's, plus
-:class:`~deltamem.service.banks.BankNotFound`, :class:`ReadOnlyError` and
-:class:`BankNotEmpty` (the HTTP service answers 404, 403 and 409).
+bodies of :mod:`deltamem.service.models`; errors are the library's (:mod:`deltamem.errors`),
+among them :class:`~deltamem.errors.BankNotFound`, :class:`~deltamem.errors.ReadOnlyError` and
+:class:`~deltamem.errors.BankNotEmpty` (re-exported here and by :mod:`deltamem.service`; the
+HTTP service answers 404, 403 and 409).
 """
 
 from __future__ import annotations
@@ -19,11 +20,17 @@ from contextlib import contextmanager
 from typing import Any, Literal
 
 from deltamem.embed.base import Embedder
-from deltamem.errors import DeltaMemError, EmbedderMismatchError, InvalidImportError, StoreError
+from deltamem.errors import (
+    BankNotEmpty,
+    BankNotFound,
+    EmbedderMismatchError,
+    InvalidImportError,
+    ReadOnlyError,
+)
 from deltamem.extract.base import Extractor
 from deltamem.memories.deltamem import DeltaMem
 from deltamem.service import models as m
-from deltamem.service.banks import BankNotFound, BankSpace, OpenBanks
+from deltamem.service.banks import BankSpace, OpenBanks
 from deltamem.types import Episode, Recall, Task, Usage
 
 __all__ = ["LOCAL_TENANT", "BankNotEmpty", "ReadOnlyError", "TenantBanks"]
@@ -32,14 +39,6 @@ LOCAL_TENANT = "local"
 """The tenant of a service without API keys (the local viewer, an MCP server on stdio)."""
 
 TreeChoice = Literal["task", "env", "both"]
-
-
-class ReadOnlyError(DeltaMemError):
-    """A write (learn, import, delete) to a read-only service (the local viewer)."""
-
-
-class BankNotEmpty(StoreError):
-    """An import into a bank that already has nodes (an import needs an empty bank)."""
 
 
 class TenantBanks:

@@ -20,7 +20,6 @@ Example (needs ``textworld`` and ``alfworld``)::
 from __future__ import annotations
 
 import json
-import random
 import shutil
 import tempfile
 from dataclasses import replace
@@ -36,6 +35,7 @@ from deltamem.envs.household.generator import (
 )
 from deltamem.envs.household.play import AlfredGameEnv, GameRef
 from deltamem.errors import ConfigError, InvalidInputError
+from deltamem.seeding import check_random_state, sub_seed
 from deltamem.types import Task
 
 __all__ = ["HouseholdEnv"]
@@ -97,7 +97,7 @@ class HouseholdEnv(AlfredGameEnv):
         if self.drift_after is not None and self.drift_after < 0:
             raise ConfigError(f"drift_after must be >= 0, got {self.drift_after}")
         types = list(catalog.TASK_TYPES)
-        random.Random(f"household/{split}/{seed}").shuffle(types)
+        check_random_state(sub_seed("household", split, seed)).shuffle(types)
         ids = [f"{split}/{types[i % len(types)]}/{seed}-{i}" for i in range(self.n)]
         if self.drift_after is None:
             return ids

@@ -38,6 +38,7 @@ from typing import Any
 from deltamem.envs.household import catalog
 from deltamem.envs.household.catalog import APPLIANCE, LAMPS, PROPERTY, RECEPTACLES
 from deltamem.errors import ConfigError, InvalidInputError
+from deltamem.seeding import check_random_state, sub_seed
 
 __all__ = [
     "GENERATOR_VERSION",
@@ -408,7 +409,7 @@ def generate_game(split: str, task_type: str, key: str, *,
     """Generate the solvable game of ``(split, task_type, key)``.
 
     Deterministic: the same arguments give the same game (byte for byte once written).
-    Attempt ``a`` uses ``random.Random(f"{split}/{task_type}/{key}#{a}")``; the first
+    Attempt ``a`` uses ``check_random_state(sub_seed(split, task_type, f"{key}#{a}"))``; the first
     attempt whose game the planner solves is kept. A key ending in ``@a`` or ``@b`` draws
     the game under that placement regime (:func:`home_type`; a drifting stream).
 
@@ -426,7 +427,7 @@ def generate_game(split: str, task_type: str, key: str, *,
     checker = checker or GameChecker()
     regime = placement_regime(key)
     for attempt in range(max_attempts):
-        rng = random.Random(f"{split}/{task_type}/{key}#{attempt}")
+        rng = check_random_state(sub_seed(split, task_type, f"{key}#{attempt}"))
         try:
             problem = build_problem(split, task_type, rng, regime)
         except LookupError:

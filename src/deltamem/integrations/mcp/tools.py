@@ -39,7 +39,7 @@ from urllib.parse import parse_qsl, urlsplit
 from pydantic import BaseModel, Field, ValidationError
 
 from deltamem.embed.base import Embedder
-from deltamem.errors import ConfigError, DeltaMemError, InvalidInputError
+from deltamem.errors import ConfigError, InvalidInputError, ToolInputError
 from deltamem.extract.base import Extractor
 from deltamem.judge import Judge
 from deltamem.service import models as m
@@ -50,10 +50,6 @@ from deltamem.types import Change, Recall, Task, Usage
 
 DEFAULT_BANK = "default"
 RECALL_CAPACITY = 4096
-
-
-class ToolInputError(DeltaMemError):
-    """A tool's arguments are invalid (the message names the field); nothing changed."""
 
 
 class RecallResult(m.RecallOut):

@@ -20,7 +20,6 @@ answers of the rule copilot over an α grid × the four compositions (Eq. 1, 5).
 from __future__ import annotations
 
 import json
-import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from deltamem.memories.mcma.hierarchy import char_similarity
 from deltamem.memories.mcma.preprocess import preprocess
 from deltamem.memories.mcma.structures import render_entry
 from deltamem.memories.mcma.utility import Replay
+from deltamem.seeding import check_random_state, sub_seed
 from deltamem.types import Episode, Recall, Step, Task
 
 __all__ = [
@@ -62,7 +62,7 @@ class FollowerPlayer:
 
     def __call__(self, env: Environment, task: Task, memory_text: str) -> Episode:
         plan = memory_steps(memory_text)
-        rng = random.Random(f"{self.seed}/{task.id}")
+        rng = check_random_state(sub_seed(self.seed, task.id))
         cap = self.max_steps or env.max_steps(task)
         steps: list[Step] = []
         success, score = False, 0.0
