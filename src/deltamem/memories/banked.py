@@ -23,6 +23,9 @@ the lock before the writes, raises :class:`Replan` to roll back and plan again.
 The base also owns the common head of ``stats()`` (``system``, then the system's figures,
 then ``episodes_learned``, ``last_episode_id``, ``rejections``), the check that a bank is
 opened with the embedder it was built with, and the checks of a task.
+:class:`ItemBankedMemory` adds what the memories on an
+:class:`~deltamem.store.items.ItemStore` (the flat and step ones) open the same way: the
+system a bank belongs to, the recorded configuration and mode, ``open()``.
 """
 
 from __future__ import annotations
@@ -31,7 +34,10 @@ import logging
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ValidationError
 
 from deltamem.domains import get_domain
 from deltamem.embed.base import Embedder
@@ -40,12 +46,15 @@ from deltamem.errors import (
     ConfigError,
     EmbedderMismatchError,
     InvalidInputError,
+    StoreError,
 )
+from deltamem.llm.base import LLMClient
 from deltamem.memories.plan import Plan, Rejection, apply
 from deltamem.memory import Memory
+from deltamem.store.items import ItemStore
 from deltamem.types import Change, Changes, Episode, Recall, Task
 
-__all__ = ["BankedMemory", "Replan"]
+__all__ = ["BankedMemory", "ItemBankedMemory", "Replan"]
 
 log = logging.getLogger("deltamem.memory")
 
@@ -207,3 +216,74 @@ class BankedMemory(Memory):
 
     def close(self) -> None:
         self.store.close()
+
+
+class ItemBankedMemory(BankedMemory):
+    """A banked memory on an :class:`~deltamem.store.items.ItemStore` (the flat and the
+    step memories): a bank records the system it belongs to, its embedder and its
+    configuration; ``mode`` is ``llm`` or ``deterministic``.
+
+    A subclass sets ``config_class`` (a pydantic model with a ``mode`` field) and calls
+    :meth:`_open_bank`, :meth:`_configure` and :meth:`_record` from its ``__init__``.
+    """
+
+    config_class: ClassVar[type[BaseModel]]
+    llm: LLMClient | None
+
+    def _open_bank(self, store: ItemStore, embedder: Embedder | None, llm: LLMClient | None,
+                   readonly: bool) -> dict[str, Any]:
+        """Keep the bank and the models; :class:`StoreError` for a bank of another system.
+        Returns the bank's meta."""
+        self.store = store
+        self.embedder = embedder
+        self.llm = llm
+        self.readonly = readonly
+        meta = store.meta()
+        if meta.get("system") not in (None, self.name):
+            raise StoreError(f"bank {store.path} belongs to memory system {meta['system']!r}, "
+                             f"not {self.name!r}")
+        return meta
+
+    def _configure(self, raw: Mapping[str, Any], mode: str | None,
+                   llm: LLMClient | None) -> Any:
+        """The config of ``raw`` settings, ``mode`` on top (``None``: the recorded one, else
+        ``llm`` when an ``llm`` is given and ``deterministic`` otherwise);
+        :class:`ConfigError` when invalid."""
+        settings = dict(raw)
+        if mode is not None:
+            settings["mode"] = mode
+        elif "mode" not in settings:
+            settings["mode"] = "llm" if llm is not None else "deterministic"
+        try:
+            return self.config_class(**settings)
+        except ConfigError:
+            raise
+        except ValidationError as e:
+            raise ConfigError(f"invalid {self.name} configuration: {e}") from e
+
+    def _record(self, meta: Mapping[str, Any], config: BaseModel) -> None:
+        """With an embedder: check it against the bank's (:meth:`_check_embedder`) and, on a
+        writable bank, record the system, the embedder and ``config`` once."""
+        if self.embedder is None:
+            return
+        self._check_embedder(meta)
+        if not self.readonly:
+            self.store.init_meta(system=self.name, embedder_name=self.embedder.name,
+                                 embedder_dim=self.embedder.dim, config=config.model_dump())
+
+    @classmethod
+    def open(cls, path: str | Path = ":memory:", *, embedder: Embedder | None,
+             llm: LLMClient | None = None, mode: str | None = None, readonly: bool = False,
+             **options: Any) -> Self:
+        """Open (or create) the bank at ``path`` (``":memory:"``: not persisted).
+
+        ``embedder=None`` with ``readonly=True`` opens a bank for inspection; see the
+        class's docstring for the other arguments and the errors.
+        """
+        store = ItemStore(path, readonly=readonly)
+        try:
+            return cls(store, embedder, llm=llm, mode=mode, readonly=readonly,  # type: ignore[call-arg]
+                       **options)
+        except BaseException:
+            store.close()
+            raise
