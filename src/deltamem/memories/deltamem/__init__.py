@@ -23,10 +23,20 @@ embedder, an extractor and the store, one concern a module:
 * :mod:`~deltamem.memories.deltamem.forgetting`: pruning;
 * :mod:`~deltamem.memories.deltamem.facade`: :class:`DeltaMem` itself, on the common base
   of banked memories (:class:`~deltamem.memories.banked.BankedMemory`: the learned ledger,
-  the learn transaction, the stats head, the embedder check), and the registry's
-  :func:`make`.
+  the learn transaction, the stats head, the embedder check).
+
+:func:`make`, below, is the registry's factory (:mod:`deltamem.memories`).
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from deltamem.embed.base import Embedder
+from deltamem.errors import ConfigError
+from deltamem.extract.base import Extractor
 from deltamem.memories.deltamem.config import (
     BANK_LAYOUT,
     PER_OPEN,
@@ -34,7 +44,7 @@ from deltamem.memories.deltamem.config import (
     DeltaMemConfig,
     check_bank_config,
 )
-from deltamem.memories.deltamem.facade import DeltaMem, make
+from deltamem.memories.deltamem.facade import DeltaMem
 
 __all__ = [
     "BANK_LAYOUT",
@@ -45,3 +55,31 @@ __all__ = [
     "check_bank_config",
     "make",
 ]
+
+
+def make(
+    *,
+    bank: str | Path | None = None,
+    embedder: Embedder | None = None,
+    llm: Any = None,
+    extractor: Extractor | Literal["structural", "llm"] | None = "structural",
+    domain: str = "generic",
+    options: Mapping[str, Any] | None = None,
+    **_: Any,
+) -> DeltaMem:
+    """Registry factory (see :mod:`deltamem.memories`)."""
+    if embedder is None:
+        raise ConfigError("DeltaMem needs an embedder (--embedder on the command line, "
+                          "e.g. minilm; embedder= in Python)")
+    if extractor == "llm":
+        if llm is None:
+            raise ConfigError("extractor 'llm' needs an llm (--llm on the command line)")
+        from deltamem.extract.llm import LLMExtractor
+
+        extractor = LLMExtractor(llm)
+    elif extractor in (None, "structural"):
+        extractor = None  # the bank's own: its skill_words and skill_deltas settings
+    elif isinstance(extractor, str):
+        raise ConfigError(f"unknown extractor {extractor!r}; use 'structural' or 'llm'")
+    opts = {"domain": domain, **dict(options or {})}
+    return DeltaMem.open(bank or ":memory:", embedder=embedder, extractor=extractor, **opts)

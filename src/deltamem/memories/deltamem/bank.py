@@ -17,11 +17,12 @@ from typing import Any
 
 from deltamem.core.payload import TreeName
 from deltamem.core.tree import Node, ResidualTree
+from deltamem.errors import ConfigError
 from deltamem.memories.deltamem.config import TREES, DeltaMemConfig
 from deltamem.store.base import Store
 from deltamem.types import Match
 
-__all__ = ["OPEN_HEADROOM", "BankView"]
+__all__ = ["OPEN_HEADROOM", "BankView", "set_durability"]
 
 OPEN_HEADROOM = 2
 """A tree opened on a bank of n nodes makes room for ``OPEN_HEADROOM × n`` rows up front.
@@ -30,6 +31,19 @@ doubles its arrays when full: 0.1–0.25 s at 100k nodes, a quarter of 200 learn
 unused rows are zeroed pages never written, so they cost address space, not memory
 (:class:`~deltamem.core.tree.ResidualTree`, Memory), and the next copy comes after n
 more nodes."""
+
+
+def set_durability(store: Store, mode: str) -> None:
+    """Set the store's commit durability (``config.synchronous``: SQLite only; ``full`` is
+    the only choice for another store, :class:`ConfigError` otherwise)."""
+    setter = getattr(store, "set_synchronous", None)
+    if setter is not None:
+        setter(mode)
+    elif mode != "full":
+        raise ConfigError(
+            f"synchronous={mode!r} is a SQLite bank option; {type(store).__name__} "
+            "has no such setting: use synchronous='full'"
+        )
 
 
 class BankView:

@@ -2,24 +2,22 @@
 
 :class:`DeltaMem` wires an embedder, an extractor and a bank together and answers the
 memory contract; each concern lives in its own module of this package (config, bank view,
-search, rendering, write planning, decisions, forgetting). :func:`make` is the registry's
-factory.
+search, rendering, write planning, decisions, forgetting).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from deltamem.core.payload import TreeName
 from deltamem.core.tree import BestNode, Node, ResidualTree
 from deltamem.embed.base import Embedder
-from deltamem.errors import ConfigError
 from deltamem.extract.base import Extractor
 from deltamem.memories.banked import BankedMemory, Replan
 from deltamem.memories.deltamem import decision, forgetting, render, search
-from deltamem.memories.deltamem.bank import BankView
+from deltamem.memories.deltamem.bank import BankView, set_durability
 from deltamem.memories.deltamem.config import (
     PER_OPEN,
     DeltaMemConfig,
@@ -33,7 +31,7 @@ from deltamem.memories.prune import PruneEntry
 from deltamem.store.base import SearchStore, Store
 from deltamem.types import Changes, Episode, Match, Recall, Task
 
-__all__ = ["DeltaMem", "make"]
+__all__ = ["DeltaMem"]
 
 
 class DeltaMem(BankedMemory):
@@ -104,7 +102,7 @@ class DeltaMem(BankedMemory):
             extractor = StructuralExtractor(skill_words=self.config.skill_words,
                                             skill_deltas=self.config.skill_deltas)
         self.extractor = extractor
-        self._apply_synchronous()
+        set_durability(store, self.config.synchronous)
         if embedder is not None:
             self._check_embedder(meta)
             # durability and the recall budget are chosen per open, never inherited from
@@ -145,18 +143,6 @@ class DeltaMem(BankedMemory):
         except BaseException:
             store.close()
             raise
-
-    def _apply_synchronous(self) -> None:
-        """Set the store's commit durability from ``config.synchronous`` (SQLite only)."""
-        mode = self.config.synchronous
-        setter = getattr(self.store, "set_synchronous", None)
-        if setter is not None:
-            setter(mode)
-        elif mode != "full":
-            raise ConfigError(
-                f"synchronous={mode!r} is a SQLite bank option; {type(self.store).__name__} "
-                "has no such setting: use synchronous='full'"
-            )
 
     @property
     def trees(self) -> dict[TreeName, ResidualTree]:
@@ -306,30 +292,3 @@ class DeltaMem(BankedMemory):
         import_bank_file(source, bank, config_check=check_bank_config)
         return cls.open(bank, embedder=embedder, extractor=extractor, **overrides)
 
-
-def make(
-    *,
-    bank: str | Path | None = None,
-    embedder: Embedder | None = None,
-    llm: Any = None,
-    extractor: Extractor | Literal["structural", "llm"] | None = "structural",
-    domain: str = "generic",
-    options: Mapping[str, Any] | None = None,
-    **_: Any,
-) -> DeltaMem:
-    """Registry factory (see :mod:`deltamem.memories`)."""
-    if embedder is None:
-        raise ConfigError("DeltaMem needs an embedder (--embedder on the command line, "
-                          "e.g. minilm; embedder= in Python)")
-    if extractor == "llm":
-        if llm is None:
-            raise ConfigError("extractor 'llm' needs an llm (--llm on the command line)")
-        from deltamem.extract.llm import LLMExtractor
-
-        extractor = LLMExtractor(llm)
-    elif extractor in (None, "structural"):
-        extractor = None  # the bank's own: its skill_words and skill_deltas settings
-    elif isinstance(extractor, str):
-        raise ConfigError(f"unknown extractor {extractor!r}; use 'structural' or 'llm'")
-    opts = {"domain": domain, **dict(options or {})}
-    return DeltaMem.open(bank or ":memory:", embedder=embedder, extractor=extractor, **opts)
