@@ -350,6 +350,12 @@ class Match:
             chain=tuple(detail.get("chain") or ()),
         )
 
+    def to_detail(self) -> dict[str, Any]:
+        """The entry of :attr:`Recall.details` this match is read from (the inverse of
+        :meth:`from_detail`): keys ``node_id``, ``score``, ``tau``, ``accepted``, ``chain``."""
+        return {"node_id": self.node_id, "score": self.score, "tau": self.tau,
+                "accepted": self.accepted, "chain": list(self.chain)}
+
 
 @dataclass(frozen=True)
 class Recall:

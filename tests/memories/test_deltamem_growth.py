@@ -101,7 +101,7 @@ def test_the_first_learn_after_an_open_copies_no_matrix(tmp_path):
     """An open bank makes room up front (``OPEN_HEADROOM``): the learns after an open append
     rows in place instead of copying the whole matrix to a larger one (issue 26), and what
     they recall and write is what a bank without the headroom gives."""
-    from deltamem.memories import deltamem as dm
+    from deltamem.memories.deltamem import bank as dm
 
     filled(tmp_path / "b.db").close()
     mem = DeltaMem.open(tmp_path / "b.db", embedder=H)

@@ -48,7 +48,7 @@ from deltamem.memories.flat import (
     episode_prompt_values,
     load_prompt,
 )
-from deltamem.memories.plan import Plan
+from deltamem.memories.plan import InsertItem, Plan, UpdateItem
 from deltamem.store.items import Item
 from deltamem.types import Change, Episode, Recall, RecallItem, Task
 
@@ -309,7 +309,7 @@ class AWM(FlatMemory):
                 f"new task type {key!r} ({reason}): workflow of {len(merged.steps)} steps",
                 item.id,
             ))
-            plan.writes.append(lambda: self.store.insert(item))
+            plan.writes.append(InsertItem(item))
             return plan
         n = int(doc.payload.get("episodes", 1))
         centroid = doc.embedding if doc.embedding is not None else vec
@@ -324,23 +324,14 @@ class AWM(FlatMemory):
             doc.id,
         )
         plan.changes.append(change)
-        index = len(plan.changes) - 1
-
-        def write(doc: Item = doc) -> None:
-            fresh = self.store.get(doc.id)
-            if fresh.updated_at != doc.updated_at:
-                plan.changes[index] = replace(
-                    change, kind="skipped",
-                    reason=f"the workflow of type {doc.key!r} changed in another process "
-                           "during this merge; not overwritten")
-                return
-            self.store.update(
-                doc.id, text=merged.render(),
-                payload={"title": merged.title, "steps": merged.steps, "episodes": n + 1},
-                embedding=new_centroid, episode_id=episode.id,
-            )
-
-        plan.writes.append(write)
+        stale = replace(change, kind="skipped",
+                        reason=f"the workflow of type {doc.key!r} changed in another process "
+                               "during this merge; not overwritten")
+        plan.writes.append(UpdateItem(
+            doc.id, text=merged.render(),
+            payload={"title": merged.title, "steps": merged.steps, "episodes": n + 1},
+            embedding=new_centroid, episode_id=episode.id,
+            unchanged_since=doc.updated_at, stale=(change, stale)))
         return plan
 
     # -- stats ---------------------------------------------------------------------------

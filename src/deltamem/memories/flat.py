@@ -2,10 +2,11 @@
 lesson memories, MCMA and its baselines; §4.1 of the DeltaMem paper).
 
 * :class:`FlatConfig`: the typed settings every flat memory has (domain, mode);
-* :class:`FlatMemory`: a :class:`~deltamem.memory.Memory` on an
-  :class:`~deltamem.store.items.ItemStore` with ``open()``, an idempotent,
-  all-or-nothing ``learn`` (validate → :class:`~deltamem.memories.plan.Plan`, LLM time
-  outside the lock → one transaction), cached reads and the common ``stats()`` figures;
+* :class:`FlatMemory`: a :class:`~deltamem.memories.banked.BankedMemory` on an
+  :class:`~deltamem.store.items.ItemStore` with ``open()``, cached reads and the common
+  ``stats()`` figures; its idempotent, all-or-nothing ``learn`` (validate →
+  :class:`~deltamem.memories.plan.Plan` of write records, LLM time outside the lock → one
+  transaction) is the base's, fed by the system's :meth:`FlatMemory._plan`;
 * :func:`load_prompt` reads the templates under ``deltamem/prompts/baselines``;
 * :func:`episode_prompt_values`: the agent-visible facts of an episode for a prompt.
 
@@ -22,24 +23,23 @@ from __future__ import annotations
 import string
 from collections.abc import Mapping, Sequence
 from importlib import resources
-from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from deltamem.core.triggers import task_text
 from deltamem.domains import default_trigger, get_domain
 from deltamem.embed.base import Embedder
-from deltamem.errors import ConfigError, InvalidInputError, StoreError
+from deltamem.errors import ConfigError
 from deltamem.extract.llm import render_trajectory
 from deltamem.llm.base import LLMClient
 from deltamem.llm.structured import truncate_middle
+from deltamem.memories.banked import ItemBankedMemory
 from deltamem.memories.plan import Plan
-from deltamem.memory import Memory
 from deltamem.store.items import Item, ItemStore
 from deltamem.templates import read_template
-from deltamem.types import Change, Changes, Episode, Recall, Task
+from deltamem.types import Episode, Recall
 
 __all__ = [
     "FlatConfig",
@@ -134,7 +134,7 @@ def cosine(matrix: np.ndarray, vec: np.ndarray) -> np.ndarray:
     return (m @ v) / norms
 
 
-class FlatMemory(Memory):
+class FlatMemory(ItemBankedMemory):
     """Base of the flat baselines: an item bank, an embedder, an optional LLM.
 
     Args:
@@ -173,13 +173,7 @@ class FlatMemory(Memory):
         readonly: bool = False,
         **options: Any,
     ) -> None:
-        self.store = store
-        self.embedder = embedder
-        self.llm = llm
-        meta = store.meta()
-        if meta.get("system") not in (None, self.name):
-            raise StoreError(f"bank {store.path} belongs to memory system {meta['system']!r}, "
-                             f"not {self.name!r}")
+        meta = self._open_bank(store, embedder, llm, readonly)
         recorded: dict[str, Any] = dict(meta.get("config") or {})
         if recorded:  # settings added later: what a bank written before them did
             recorded = {**self.legacy_config, **recorded}
@@ -189,51 +183,14 @@ class FlatMemory(Memory):
                 f"bank {store.path} was built with query_text={recorded['query_text']!r}; "
                 f"its keys cannot be queried with {options['query_text']!r} (build a new bank)")
         self._check_reopen(recorded, options)
-        raw = {**recorded, **options}
-        if mode is not None:
-            raw["mode"] = mode
-        elif "mode" not in raw:
-            raw["mode"] = "llm" if llm is not None else "deterministic"
-        try:
-            self.config = self.config_class(**raw)
-        except ConfigError:
-            raise
-        except ValidationError as e:
-            raise ConfigError(f"invalid {self.name} configuration: {e}") from e
+        self.config = self._configure({**recorded, **options}, mode, llm)
         if self.uses_llm and mode == "llm" and llm is None:
             raise ConfigError(f"{self.name}: mode 'llm' needs an llm (--llm on the command "
                               "line; or use mode='deterministic')")
-        if embedder is not None:
-            if readonly:
-                store.check_embedder(embedder.name, embedder.dim)
-            else:
-                store.init_meta(system=self.name, embedder_name=embedder.name,
-                                embedder_dim=embedder.dim, config=self.config.model_dump())
+        self._record(meta, self.config)
         self._writes = 0
         self._cache_key: tuple[int, int] | None = None
         self._cache: list[Item] = []
-
-    @classmethod
-    def open(
-        cls,
-        path: str | Path = ":memory:",
-        *,
-        embedder: Embedder | None,
-        llm: LLMClient | None = None,
-        mode: Mode | None = None,
-        readonly: bool = False,
-        **options: Any,
-    ) -> Self:
-        """Open (or create) the bank at ``path`` (``":memory:"``: not persisted).
-
-        See the class docstring for the arguments and errors.
-        """
-        store = ItemStore(path, readonly=readonly)
-        try:
-            return cls(store, embedder, llm=llm, mode=mode, readonly=readonly, **options)
-        except BaseException:
-            store.close()
-            raise
 
     def _check_reopen(self, recorded: Mapping[str, Any], options: Mapping[str, Any]) -> None:
         """Hook: refuse options that would change how an existing bank is organised."""
@@ -245,24 +202,11 @@ class FlatMemory(Memory):
         name = self.embedder.name if self.embedder is not None else None
         return task_text(goal.strip(), self.config.text_mode(name))
 
-    def _need_embedder(self) -> Embedder:
-        if self.embedder is None:
-            raise ConfigError("this bank was opened without an embedder (inspection only)")
-        return self.embedder
-
     def _need_llm(self) -> LLMClient:
         if self.llm is None:
             raise ConfigError(f"{self.name} is in mode 'llm' but was opened without an llm; "
                               "pass llm=... or mode='deterministic'")
         return self.llm
-
-    @staticmethod
-    def _check_task(task: Task) -> None:
-        if not isinstance(task, Task):
-            raise InvalidInputError(f"expected a Task, got {type(task).__name__}")
-        get_domain(task.domain)
-        if not task.goal.strip():
-            raise InvalidInputError(f"task {task.id!r} has an empty goal")
 
     def _items(self) -> list[Item]:
         """Every stored item, re-read only when the bank changed."""
@@ -273,37 +217,20 @@ class FlatMemory(Memory):
         return self._cache
 
     # -- learn --------------------------------------------------------------------------
-    def learn(self, episode: Episode, recall: Recall | None = None) -> Changes:
-        """Validate, plan (LLM calls happen here, outside the lock), then write atomically.
+    @property
+    def change_source(self) -> str:
+        return self.source
 
-        An episode id already learned returns one ``unchanged`` Change and does
-        nothing. Invalid LLM output is rejected (Change ``rejected``, logged in
-        the bank's rejections) and never stored. ``recall`` is not needed.
-        """
-        episode.validate()
-        self._check_task(episode.task)
-        self._need_embedder()
-        if self.store.is_learned(episode.id):
-            return Changes((Change("unchanged", self.source, "episode already learned",
-                                   episode.id),))
-        plan = self._plan(episode)
-        with self.store.transaction():
-            if not self.store.mark_learned(episode.id):
-                return Changes((Change("unchanged", self.source, "episode already learned",
-                                       episode.id),))
-            self._apply(plan, episode.id)
+    def _plan_learn(self, episode: Episode, recall: Recall | None, prepared: object) -> Plan:
+        """The system's :meth:`_plan` (``recall`` is not needed)."""
+        return self._plan(episode)
+
+    def _learned(self, plan: Plan) -> None:
         self._writes += 1
-        return Changes(tuple(plan.changes))
-
-    def _apply(self, plan: Plan, episode_id: str) -> None:
-        """Log ``plan``'s rejections and run its writes (inside the caller's transaction)."""
-        for rej in plan.rejections:
-            self.store.add_rejection(episode_id=episode_id, role=rej.role, reason=rej.reason,
-                                     raw=rej.raw)
-        for write in plan.writes:
-            write()
 
     def _plan(self, episode: Episode) -> Plan:  # pragma: no cover - abstract
+        """What ``episode`` writes: changes, write records
+        (:mod:`deltamem.memories.plan`), rejections. LLM calls happen here."""
         raise NotImplementedError
 
     # -- stats ----------------------------------------------------------------------------
@@ -314,29 +241,17 @@ class FlatMemory(Memory):
     def _stats_extra(self, items: Sequence[Item]) -> dict[str, Any]:
         return {}
 
-    def stats(self) -> dict[str, Any]:
-        """Size figures.
-
-        ``units``: memory units as paper Table 5 counts them for this system;
-        ``avg_tokens``: their average whitespace-token count; ``items``: stored
-        rows; plus ``episodes_learned``, ``last_episode_id``, ``rejections``,
-        ``mode`` and system-specific figures.
-        """
+    def _figures(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``mode``; ``units``: memory units as paper Table 5 counts them for this system;
+        ``avg_tokens``: their average whitespace-token count; ``items``: stored rows; after
+        the ledger's figures, the system's own (:meth:`_stats_extra`)."""
         items = self._items()
         units = self._token_units(items)
         tokens = [len(t.split()) for t in units]
-        out: dict[str, Any] = {
-            "system": self.name,
+        head = {
             "mode": self.config.mode,
             "units": len(units),
             "avg_tokens": round(sum(tokens) / len(tokens), 1) if tokens else 0.0,
             "items": len(items),
-            "episodes_learned": self.store.learned_count(),
-            "last_episode_id": self.store.last_learned(),
-            "rejections": len(self.store.rejections()),
         }
-        out.update(self._stats_extra(items))
-        return out
-
-    def close(self) -> None:
-        self.store.close()
+        return head, self._stats_extra(items)

@@ -37,7 +37,7 @@ from deltamem.memories.flat import (
     episode_prompt_values,
     load_prompt,
 )
-from deltamem.memories.plan import Plan
+from deltamem.memories.plan import InsertItem, Plan
 from deltamem.store.items import Item
 from deltamem.types import Change, Episode, Recall, RecallItem, Task
 
@@ -248,12 +248,7 @@ class ReasoningBank(FlatMemory):
         for le, item in zip(lessons, items, strict=True):
             plan.changes.append(Change("written", self.source,
                                        f"{le.tag} from a {outcome} episode: {le.title}", item.id))
-
-        def write() -> None:
-            for item in items:
-                self.store.insert(item)
-
-        plan.writes.append(write)
+        plan.writes += [InsertItem(item) for item in items]
         return plan
 
     # -- stats ---------------------------------------------------------------------------

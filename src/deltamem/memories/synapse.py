@@ -21,7 +21,7 @@ from deltamem.extract.llm import render_trajectory
 from deltamem.llm.structured import truncate_middle
 from deltamem.memories.factory import make_factory
 from deltamem.memories.flat import FlatConfig, FlatMemory, cosine
-from deltamem.memories.plan import Plan
+from deltamem.memories.plan import InsertItem, Plan
 from deltamem.store.items import Item
 from deltamem.types import Change, Episode, Recall, RecallItem, Task
 
@@ -149,7 +149,7 @@ class Synapse(FlatMemory):
             f"successful trajectory of {len(episode.steps)} steps, {len(text)} characters{cut}",
             item.id,
         ))
-        plan.writes.append(lambda: self.store.insert(item))
+        plan.writes.append(InsertItem(item))
         return plan
 
     # -- stats ---------------------------------------------------------------------------

@@ -253,7 +253,7 @@ def test_learn_reloads_when_the_recalled_node_is_not_loaded_yet(pg_bank):
     a, b = open_mem(loc, cfg), open_mem(loc, cfg)
     b.learn(make_episode(GOALS[1], scene=SCENES[1], episode_id="b1"))
     recall = b.recall(make_episode(GOALS[1], scene=SCENES[1]).task)  # another process's recall
-    a._version = a.store.version()  # a believes it is up to date although it never loaded b1
+    a.bank._version = a.store.version()  # a believes it is up to date although it never loaded b1
     changes = a.learn(make_episode(GOALS[1], scene=SCENES[1], episode_id="a1"), recall)
     assert [c.kind for c in changes] == ["written", "hit", "written", "hit"]
     assert all(n.kind == "RESIDUAL" for n in a.nodes("task") if n.episode_id == "a1")

@@ -123,7 +123,7 @@ def test_a_given_stale_recall_keeps_its_cold_start(new_bank):
 @pytest.mark.parametrize("tries", [0, 1])
 def test_a_learn_decided_under_the_lock_finishes(new_bank, monkeypatch, tries):
     """With no optimistic try left, the decision is taken holding the write lock."""
-    import deltamem.memories.deltamem as dm
+    import deltamem.memories.deltamem.decision as dm
 
     monkeypatch.setattr(dm, "OPTIMISTIC_TRIES", tries)
     loc = new_bank()

@@ -34,7 +34,7 @@ kind ``graph`` whose payload is :meth:`AriGraph.to_dict`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -62,6 +62,7 @@ from deltamem.memories.arigraph.navigation import (
 )
 from deltamem.memories.arigraph.triplets import Triplet, unique
 from deltamem.memories.factory import make_factory
+from deltamem.memories.plan import Write
 from deltamem.store.items import Item, ItemStore
 from deltamem.types import Change, Episode, Recall, RecallItem
 
@@ -226,7 +227,7 @@ class AriGraphMemory(StepMemory):
         )
 
     def _writes(self, session: Session, episode: Episode
-                ) -> tuple[list[Change], list[Callable[[], object]]]:
+                ) -> tuple[list[Change], list[Write]]:
         st: _State = session.state
         key = self.scope_key(session.task)
         g = st.graph

@@ -10,9 +10,10 @@ These memories learn *during* the episode. The protocol (``deltamem.memory``):
   when it is never sent, the task's observation is ingested before the first
   real step;
 * ``learn(episode)`` writes the session's result to the bank in one
-  transaction (idempotent per episode id). When no session matches the
-  episode (another agent played it, or a crash), the episode's observations
-  are ingested first, so the bank ends up the same either way.
+  transaction (idempotent per episode id: the learn of
+  :class:`~deltamem.memories.banked.BankedMemory`, fed by :meth:`StepMemory._writes`).
+  When no session matches the episode (another agent played it, or a crash), the
+  episode's observations are ingested first, so the bank ends up the same either way.
 
 The Ariadne agent also calls :meth:`StepMemory.note_plan` after planning
 (retrieval queries use the plan) and, for memories with ``trials > 1``
@@ -26,20 +27,20 @@ goes on without them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from deltamem.domains import get_domain
 from deltamem.embed.base import Embedder
-from deltamem.errors import ConfigError, ExtractionError, InvalidInputError, StoreError
+from deltamem.errors import ConfigError, ExtractionError, InvalidInputError
 from deltamem.llm.base import LLMClient
-from deltamem.memory import Memory
+from deltamem.memories.banked import ItemBankedMemory
+from deltamem.memories.plan import Plan, PutItem, Rejection, Write
 from deltamem.store.items import Item, ItemStore
-from deltamem.types import Change, Changes, Episode, Recall, Step, Task
+from deltamem.types import Change, Episode, Recall, Step, Task
 
 __all__ = ["Scope", "Session", "StepConfig", "StepMemory"]
 
@@ -102,7 +103,7 @@ class Session:
         return len(self.steps)
 
 
-class StepMemory(Memory):
+class StepMemory(ItemBankedMemory):
     """Base class (see the module docstring). Subclasses set ``name``, ``config_class`` and
     implement :meth:`_begin`, :meth:`_ingest`, :meth:`_retrieve` and :meth:`_writes`."""
 
@@ -116,48 +117,13 @@ class StepMemory(Memory):
     def __init__(self, store: ItemStore, embedder: Embedder | None, *,
                  llm: LLMClient | None = None, mode: str | None = None, readonly: bool = False,
                  **options: Any) -> None:
-        self.store = store
-        self.embedder = embedder
-        self.llm = llm
-        self.readonly = readonly
-        meta = store.meta()
-        if meta.get("system") not in (None, self.name):
-            raise StoreError(f"bank {store.path} belongs to memory system {meta['system']!r}, "
-                             f"not {self.name!r}")
-        raw = {**dict(meta.get("config") or {}), **options}
-        if mode is not None:
-            raw["mode"] = mode
-        elif "mode" not in raw:
-            raw["mode"] = "llm" if llm is not None else "deterministic"
-        try:
-            self.config = self.config_class(**raw)
-        except ValidationError as e:
-            raise ConfigError(f"invalid {self.name} configuration: {e}") from e
+        meta = self._open_bank(store, embedder, llm, readonly)
+        self.config = self._configure({**dict(meta.get("config") or {}), **options}, mode, llm)
         if self.config.mode == "llm" and llm is None and not readonly:
             raise ConfigError(f"{self.name}: mode 'llm' needs an llm (--llm on the command "
                               "line; or mode='deterministic')")
-        if embedder is not None:
-            if readonly:
-                store.check_embedder(embedder.name, embedder.dim)
-            else:
-                store.init_meta(system=self.name, embedder_name=embedder.name,
-                                embedder_dim=embedder.dim, config=self.config.model_dump())
+        self._record(meta, self.config)
         self.session: Session | None = None
-
-    @classmethod
-    def open(cls, path: str | Path = ":memory:", *, embedder: Embedder | None,
-             llm: LLMClient | None = None, mode: str | None = None, readonly: bool = False,
-             **options: Any) -> Self:
-        """Open (or create) the bank at ``path`` (``":memory:"``: not persisted).
-
-        ``embedder=None`` with ``readonly=True`` opens a bank for inspection.
-        """
-        store = ItemStore(path, readonly=readonly)
-        try:
-            return cls(store, embedder, llm=llm, mode=mode, readonly=readonly, **options)
-        except BaseException:
-            store.close()
-            raise
 
     # -- helpers ----------------------------------------------------------------------------
     @property
@@ -167,12 +133,6 @@ class StepMemory(Memory):
 
     def scope_key(self, task: Task) -> str:
         return task.id if self.config.scope == "task" else "global"
-
-    def _need_embedder(self) -> Embedder:
-        if self.embedder is None:
-            raise ConfigError(f"{self.name}: this bank was opened without an embedder "
-                              "(inspection only)")
-        return self.embedder
 
     def _need_llm(self) -> LLMClient:
         if self.llm is None:
@@ -186,14 +146,6 @@ class StepMemory(Memory):
     def _reject(self, session: Session, error: ExtractionError) -> None:
         session.rejections.append({"role": error.role or self.name, "reason": str(error),
                                    "raw": error.raw})
-
-    @staticmethod
-    def _check_task(task: Task) -> None:
-        if not isinstance(task, Task):
-            raise InvalidInputError(f"expected a Task, got {type(task).__name__}")
-        get_domain(task.domain)
-        if not task.goal.strip():
-            raise InvalidInputError(f"task {task.id!r} has an empty goal")
 
     # -- the protocol -------------------------------------------------------------------------
     def recall(self, task: Task) -> Recall:
@@ -247,66 +199,35 @@ class StepMemory(Memory):
             self._ingest(s, step.action, step.observation)
         return s
 
-    def learn(self, episode: Episode, recall: Recall | None = None) -> Changes:
-        """Write the episode's session to the bank atomically (see the module docstring)."""
-        episode.validate()
-        self._check_task(episode.task)
-        self._need_embedder()
-        if self.readonly:
-            raise StoreError(f"{self.name}: bank {self.store.path} is open read-only")
-        if self.store.is_learned(episode.id):
-            return Changes((Change("unchanged", self.name, "episode already learned",
-                                   episode.id),))
+    def _plan_learn(self, episode: Episode, recall: Recall | None, prepared: object) -> Plan:
+        """The episode's session (see the module docstring) as a plan: the system's
+        :meth:`_writes`, then the session's rejected LLM outputs."""
         session = self._session_for(episode)
         changes, writes = self._writes(session, episode)
+        plan = Plan(changes=list(changes), writes=list(writes))
         for rej in session.rejections:
-            changes.append(Change("rejected", self.name, f"{rej['role']}: {rej['reason']}"))
-        with self.store.transaction():
-            if not self.store.mark_learned(episode.id):
-                return Changes((Change("unchanged", self.name, "episode already learned",
-                                       episode.id),))
-            for rej in session.rejections:
-                self.store.add_rejection(episode_id=episode.id, **rej)
-            for write in writes:
-                write()
+            plan.changes.append(Change("rejected", self.name, f"{rej['role']}: {rej['reason']}"))
+            plan.rejections.append(Rejection(self.name, rej["role"], rej["reason"], rej["raw"]))
+        return plan
+
+    def _learned(self, plan: Plan) -> None:
         self.session = None
-        return Changes(tuple(changes))
 
     def _put(self, kind: str, key: str, text: str, payload: Mapping[str, Any],
-             episode_id: str) -> Callable[[], None]:
+             episode_id: str) -> PutItem:
         """A write that replaces the one item of ``(kind, key)`` (or inserts it)."""
-        def write() -> None:
-            old = self.store.items(kind=kind, key=key)
-            if old:
-                self.store.update(old[0].id, text=text, payload=payload, embedding=None,
-                                  episode_id=episode_id)
-            else:
-                self.store.insert(Item(system=self.name, kind=kind, key=key, text=text,
-                                       payload=payload, episode_id=episode_id))
-        return write
+        return PutItem(self.name, kind, key, text, payload, episode_id)
 
-    def stats(self) -> dict[str, Any]:
-        """``units`` (stored items), ``items`` by kind, ``episodes_learned``,
-        ``last_episode_id``, ``rejections``, ``mode``, ``scope`` plus system figures."""
+    def _figures(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``mode``, ``scope``, ``units`` (stored items), ``items`` by kind; after the
+        ledger's figures, the system's own (:meth:`_stats_extra`)."""
         items = self.store.items()
         kinds: dict[str, int] = {}
         for it in items:
             kinds[it.kind] = kinds.get(it.kind, 0) + 1
-        out: dict[str, Any] = {
-            "system": self.name,
-            "mode": self.config.mode,
-            "scope": self.config.scope,
-            "units": len(items),
-            "items": kinds,
-            "episodes_learned": self.store.learned_count(),
-            "last_episode_id": self.store.last_learned(),
-            "rejections": len(self.store.rejections()),
-        }
-        out.update(self._stats_extra(items))
-        return out
-
-    def close(self) -> None:
-        self.store.close()
+        head = {"mode": self.config.mode, "scope": self.config.scope, "units": len(items),
+                "items": kinds}
+        return head, self._stats_extra(items)
 
     # -- subclass hooks -----------------------------------------------------------------------
     def _begin(self, session: Session) -> None:
@@ -319,7 +240,9 @@ class StepMemory(Memory):
         raise NotImplementedError
 
     def _writes(self, session: Session, episode: Episode
-                ) -> tuple[list[Change], list[Callable[[], object]]]:  # pragma: no cover
+                ) -> tuple[list[Change], list[Write]]:  # pragma: no cover - abstract
+        """What the session writes: its changes and write records
+        (:mod:`deltamem.memories.plan`)."""
         raise NotImplementedError
 
     def _stats_extra(self, items: list[Item]) -> dict[str, Any]:

@@ -30,7 +30,6 @@ reflection 600 characters, at most 3 insights of 200 characters.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -44,6 +43,7 @@ from deltamem.memories.arigraph.extract import RuleTripletExtractor, strip_statu
 from deltamem.memories.arigraph.prompts import render
 from deltamem.memories.factory import make_factory
 from deltamem.memories.flat import cosine
+from deltamem.memories.plan import InsertItem, Write
 from deltamem.store.items import Item
 from deltamem.types import Change, Episode, Recall, RecallItem
 
@@ -99,12 +99,12 @@ class FullHistoryMemory(StepMemory):
                       details={"entries": len(session.state)})
 
     def _writes(self, session: Session, episode: Episode
-                ) -> tuple[list[Change], list[Callable[[], object]]]:
+                ) -> tuple[list[Change], list[Write]]:
         text = "\n".join(session.state)
         item = Item(system=self.name, kind="history", key=episode.task.id, text=text,
                     payload={"entries": len(session.state)}, episode_id=episode.id)
         return ([Change("written", self.name, f"history of {len(session.state)} observations",
-                        item.id)], [lambda: self.store.insert(item)])
+                        item.id)], [InsertItem(item)])
 
 
 # -- summary --------------------------------------------------------------------------------------
@@ -164,7 +164,7 @@ class SummaryMemory(StepMemory):
                       details={"chars": len(session.state)})
 
     def _writes(self, session: Session, episode: Episode
-                ) -> tuple[list[Change], list[Callable[[], object]]]:
+                ) -> tuple[list[Change], list[Write]]:
         key = self.scope_key(session.task)
         return ([Change("written", self.name, f"summary of {len(session.state)} characters",
                         key)],
@@ -264,14 +264,10 @@ class RAGMemory(StepMemory):
                 for e in stream.entries if not e.stored]
 
     def _writes(self, session: Session, episode: Episode
-                ) -> tuple[list[Change], list[Callable[[], object]]]:
+                ) -> tuple[list[Change], list[Write]]:
         items = self._new_items(session, episode)
-
-        def write() -> None:
-            for it in items:
-                self.store.insert(it)
         return [Change("written", self.name, f"{len(items)} observations stored",
-                       self.scope_key(session.task))], [write]
+                       self.scope_key(session.task))], [InsertItem(it) for it in items]
 
 
 # -- Reflexion -------------------------------------------------------------------------------
@@ -342,18 +338,14 @@ class ReflexionMemory(RAGMemory):
         return Recall(text=text, items=items + base.items)
 
     def _writes(self, session: Session, episode: Episode
-                ) -> tuple[list[Change], list[Callable[[], object]]]:
+                ) -> tuple[list[Change], list[Write]]:
         changes, writes = super()._writes(session, episode)
         pending = self._pending.pop(episode.task.id, [])
         items = [Item(system=self.name, kind="reflection", key=episode.task.id, text=r,
                       episode_id=episode.id) for r in pending]
-
-        def write() -> None:
-            for it in items:
-                self.store.insert(it)
         changes.append(Change("written", self.name, f"{len(items)} reflections stored",
                               episode.task.id))
-        return changes, [*writes, write]
+        return changes, [*writes, *(InsertItem(it) for it in items)]
 
 
 # -- Simulacra ---------------------------------------------------------------------------------

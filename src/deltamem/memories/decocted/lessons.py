@@ -45,7 +45,7 @@ from deltamem.memories.decocted.kmeans import DEFAULT_ALPHA, consolidate, mix_em
 from deltamem.memories.decocted.quality import DEFAULT_LAMBDA, context_quality
 from deltamem.memories.factory import make_factory
 from deltamem.memories.flat import FlatConfig, FlatMemory, episode_prompt_values
-from deltamem.memories.plan import Plan
+from deltamem.memories.plan import InsertItem, Plan
 from deltamem.store.items import Item
 from deltamem.templates import read_template
 from deltamem.types import Change, Episode, Recall, RecallItem, Task
@@ -313,8 +313,7 @@ class LessonMemory(FlatMemory):
         plan.changes.append(Change("written", self.source,
                                    f"{self.role} from a {outcome} episode: {_clip(goal, 80)}",
                                    item.id))
-        for it in (item, *extra):
-            plan.writes.append(lambda it=it: self.store.insert(it))
+        plan.writes += [InsertItem(it) for it in (item, *extra)]
         return plan
 
     def _extra_items(self, entry: Item, episode: Episode) -> list[Item]:

@@ -36,7 +36,7 @@ from deltamem.memories.flat import FlatConfig, FlatMemory, cosine
 from deltamem.memories.mcma.grammar import grammar_for
 from deltamem.memories.mcma.hierarchy import top_n
 from deltamem.memories.mcma.preprocess import preprocess
-from deltamem.memories.plan import Plan
+from deltamem.memories.plan import InsertItem, Plan, UpdateItem
 from deltamem.store.items import Item
 from deltamem.types import Change, Episode, Recall, RecallItem, Step, Task
 
@@ -91,7 +91,7 @@ class RawTrajectory(FlatMemory):
                     + _render_steps(_steps(episode)), payload={"goal": goal},
                     episode_id=episode.id)
         plan.changes.append(Change("written", self.source, f"trajectory of {goal}", item.id))
-        plan.writes.append(lambda: self.store.insert(item))
+        plan.writes.append(InsertItem(item))
         return plan
 
     def _token_units(self, items: Sequence[Item]) -> list[str]:
@@ -182,12 +182,7 @@ class TRAD(FlatMemory):
                           for n, s in enumerate(steps)]
         plan.changes.append(Change("written", self.source, f"{len(steps)} expert steps of "
                                    f"{goal}", traj.id))
-
-        def write() -> None:
-            for it in items:
-                self.store.insert(it)
-
-        plan.writes.append(write)
+        plan.writes += [InsertItem(it) for it in items]
         return plan
 
     def _token_units(self, items: Sequence[Item]) -> list[str]:
@@ -329,19 +324,14 @@ class ExpeL(FlatMemory):
             plan.changes.append(Change("written", "trajectories", f"example: {goal}",
                                        writes[0].id))
         text = "\n".join(x["text"] for x in insights)
-
-        def write() -> None:
-            for it in writes:
-                self.store.insert(it)
-            if item is None:
-                self.store.insert(Item(system=self.name, kind="insights", key="current",
-                                       text=text, payload={"insights": insights},
-                                       episode_id=episode.id))
-            else:
-                self.store.update(item.id, text=text, payload={"insights": insights},
-                                  embedding=None, episode_id=episode.id)
-
-        plan.writes.append(write)
+        plan.writes += [InsertItem(it) for it in writes]
+        if item is None:
+            plan.writes.append(InsertItem(Item(system=self.name, kind="insights", key="current",
+                                               text=text, payload={"insights": insights},
+                                               episode_id=episode.id)))
+        else:
+            plan.writes.append(UpdateItem(item.id, text=text, payload={"insights": insights},
+                                          embedding=None, episode_id=episode.id))
         return plan
 
     def _token_units(self, items: Sequence[Item]) -> list[str]:

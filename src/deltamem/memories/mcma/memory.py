@@ -51,7 +51,7 @@ from deltamem.memories.mcma.structures import (
     count_structures,
     render_entry,
 )
-from deltamem.memories.plan import Plan
+from deltamem.memories.plan import InsertItem, Plan, UpdateItem, Write
 from deltamem.store.items import Item
 from deltamem.types import Change, Changes, Episode, Recall, RecallItem, Task
 
@@ -303,25 +303,21 @@ class MCMA(FlatMemory):
             h2_payload = self.build_h2([*existing, *new_h1], plan)
             plan.changes.append(Change("consolidated", "h2", f"{len(h2_payload['entries'])} "
                                        f"abstract scripts from {len(existing) + 1} entries"))
-
-        def write() -> None:
-            for it in items:
-                self.store.insert(it)
-            if h2_payload is not None:
-                self._write_h2(h2_item, h2_payload, episode.id)
-
-        plan.writes.append(write)
+        plan.writes += [InsertItem(it) for it in items]
+        if h2_payload is not None:
+            plan.writes.append(self._write_h2(h2_item, h2_payload, episode.id))
         return plan
 
     def _write_h2(self, current: Item | None, payload: dict[str, Any], episode_id: str
-                  ) -> None:
+                  ) -> Write:
+        """The write of the H2 scripts ``payload``: an update of ``current``, else a new
+        item."""
         text = "\n\n".join(e["text"] for e in payload["entries"])
         if current is None:
-            self.store.insert(Item(system=self.name, kind=H2, key="current", text=text,
+            return InsertItem(Item(system=self.name, kind=H2, key="current", text=text,
                                    payload=payload, episode_id=episode_id))
-        else:
-            self.store.update(current.id, text=text, payload=payload, embedding=None,
-                              episode_id=episode_id)
+        return UpdateItem(current.id, text=text, payload=payload, embedding=None,
+                          episode_id=episode_id)
 
     def rebuild_h2(self) -> Changes:
         """Rebuild the H2 scripts now from every H1 entry, with the current cuts.
@@ -336,7 +332,7 @@ class MCMA(FlatMemory):
         plan = Plan()
         payload = self.build_h2(h1, plan) if h1 else None
         if payload is not None:
-            plan.writes.append(lambda: self._write_h2(
+            plan.writes.append(self._write_h2(
                 current, payload, current.episode_id if current else ""))
         with self.store.transaction():
             self._apply(plan, "")

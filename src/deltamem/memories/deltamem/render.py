@@ -1,0 +1,107 @@
+"""Recall rendering: the Eq. 7 chain of each accepted match under the domain's memory header
+(paper §3.3), with the forgetting rules applied to what is shown.
+
+    C = ⟨P_{v0}^{(0)}, ΔP_{v1}, …, ΔP_{v_match}⟩                                   (Eq. 7)
+
+The Task-Tree's chain and the Env-Tree's are concatenated (task first). With ``supersede``,
+Env-Tree knowledge lines a deeper (newer) node of the same chain contradicts are left out
+(:func:`~deltamem.core.forgetting.supersede`); with ``max_recall_tokens``, chains are cut
+to fit (the Env-Tree's from its root side, then the Task-Tree's from its deep side, so the
+base skill stays: :func:`~deltamem.core.forgetting.fit_budget`).
+
+:func:`render` turns each tree's :class:`~deltamem.memories.deltamem.search.Found` into the
+:class:`~deltamem.types.Recall`; its ``details`` (written to runs' ``episodes.jsonl``, read
+by the analysis code and the service) hold per tree the match's ``node_id``, ``score``,
+``tau``, ``accepted`` and ``chain`` (plus ``superseded`` when lines were left out), and
+``budget`` when a budget applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from deltamem.core.forgetting import fit_budget, supersede
+from deltamem.core.payload import ChainEntry, TreeName, render_chain
+from deltamem.core.tree import Node
+from deltamem.domains import get_domain
+from deltamem.memories.deltamem.config import DeltaMemConfig
+from deltamem.memories.deltamem.search import Found
+from deltamem.types import Recall, RecallItem
+
+__all__ = ["render"]
+
+_TITLES = {"task": "Task skill memory", "env": "Environment knowledge memory"}
+
+
+def render(found: Mapping[TreeName, Found], config: DeltaMemConfig) -> Recall:
+    """The recall of ``found`` (each enabled tree's match and chain) under ``config``.
+
+    Items are the nodes shown, in prompt order: ``base`` (a ROOT), ``delta`` (a RESIDUAL)
+    or ``warning`` (a FAILURE node), the matched node with its score.
+    """
+    details: dict[str, Any] = {}
+    chains: dict[TreeName, tuple[Node, ...]] = {}
+    entries: dict[str, list[ChainEntry]] = {}
+    for tree, f in found.items():
+        details[tree] = f.match.to_detail()
+        if not f.chain:
+            continue
+        chains[tree] = f.chain
+        shown = [n.entry() for n in f.chain]
+        if tree == "env" and config.supersede:
+            shown, gone = supersede(shown)
+            if gone:
+                details[tree]["superseded"] = [
+                    {"node": f.chain[g.index].id, "subject": g.subject, "line": g.line,
+                     "by": f.chain[g.by].id} for g in gone]
+        entries[tree] = shown
+    header = get_domain(config.domain).header
+
+    def text_of(shown: Mapping[str, Sequence[int]]) -> str:
+        return _text(header, entries, shown)
+
+    positions: dict[str, list[int]] = {t: list(range(len(e))) for t, e in entries.items()}
+    if config.max_recall_tokens is None:
+        text = text_of(positions)
+    else:
+        text, cut = fit_budget(entries, text_of, config.max_recall_tokens)
+        for t, dropped in cut.dropped.items():
+            positions[t] = [i for i in positions[t] if i not in dropped]
+        details["budget"] = {
+            "max_tokens": config.max_recall_tokens, "tokens_before": cut.tokens_before,
+            "tokens_after": cut.tokens_after, "truncated_tokens": cut.truncated,
+            "left_out": {t: [chains[t][i].id for i in d]  # type: ignore[index]
+                         for t, d in cut.dropped.items()},
+        }
+    items: list[RecallItem] = []
+    for tree, chain in chains.items():
+        m = found[tree].match
+        for i in positions[tree]:
+            n = chain[i]
+            role = "warning" if n.label == "FAILURE" else "base" if n.kind == "ROOT" else "delta"
+            items.append(RecallItem(source=tree, id=n.id,
+                                    text=render_chain(tree, [entries[tree][i]]),
+                                    score=m.score if n.id == m.node_id else None, role=role))
+    return Recall(text=text, items=tuple(items), details=details)
+
+
+def _text(header: str, entries: Mapping[str, Sequence[ChainEntry]],
+          shown: Mapping[str, Sequence[int]]) -> str:
+    """The recall text showing, per tree, the chain entries at positions ``shown`` (a cut
+    chain says how many entries it left out on each side)."""
+    sections = []
+    for tree, idx in shown.items():
+        if not idx:
+            continue
+        ents = entries[tree]
+        before = sum(1 for e in ents[: idx[0]] if e.kind == "RESIDUAL" and e.label == "SUCCESS")
+        left = (f"[{idx[0]} earlier {'entry' if idx[0] == 1 else 'entries'} of this "
+                "chain left out: recall budget]\n" if idx[0] else "")
+        body = render_chain(tree, [ents[i] for i in idx],  # type: ignore[arg-type]
+                            deltas_before=before)
+        later = len(ents) - 1 - idx[-1]
+        right = (f"\n[{later} later {'entry' if later == 1 else 'entries'} of this "
+                 "chain left out: recall budget]" if later else "")
+        sections.append(f"## {_TITLES[tree]}\n{left}{body}{right}")
+    return header + "\n\n" + "\n\n".join(sections) if sections else ""
