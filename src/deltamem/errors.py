@@ -33,9 +33,9 @@ the module named in brackets re-exports it where it was first defined)::
     └── CellFailed             cells of a sweep or grid failed; the others are kept
                                [bench.cells]
 
-Private control flow stays private where it is used and never leaves its module:
-``memories.deltamem._StaleDecision`` (a learn's write decision was made on a bank that
-changed under it: roll back and decide again), ``store.records._Bad`` (why one record of an
+Private control flow stays private where it is used and never leaves its package:
+``memories.banked._Replan`` (a learn's write decision was made on a bank that changed under
+it: roll back and decide again; raised by DeltaMem's facade, caught by the banked base), ``store.records._Bad`` (why one record of an
 import is refused; it leaves as :class:`InvalidImportError`),
 ``llm.openai_compat._ResponseFormatRejected`` (the server refuses the JSON schema format:
 ask again with a plainer one) and ``_NotACompletion`` (a reply that is not a completion:

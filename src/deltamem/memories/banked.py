@@ -18,7 +18,7 @@ same way; this class writes it once. ``learn(episode, recall)``:
 A memory whose decision can go stale while it plans (DeltaMem, when several processes share
 a bank) plugs in through two hooks: :meth:`BankedMemory._attempts` says which attempts plan
 outside the write lock and which under it, and :meth:`BankedMemory._check_plan`, run under
-the lock before the writes, raises :class:`Replan` to roll back and plan again.
+the lock before the writes, raises :class:`_Replan` to roll back and plan again.
 
 The base also owns the common head of ``stats()`` (``system``, then the system's figures,
 then ``episodes_learned``, ``last_episode_id``, ``rejections``), the check that a bank is
@@ -54,12 +54,12 @@ from deltamem.memory import Memory
 from deltamem.store.items import ItemStore
 from deltamem.types import Change, Changes, Episode, Recall, Task
 
-__all__ = ["BankedMemory", "ItemBankedMemory", "Replan"]
+__all__ = ["BankedMemory", "ItemBankedMemory"]
 
 log = logging.getLogger("deltamem.memory")
 
 
-class Replan(Exception):
+class _Replan(Exception):
     """Raised by :meth:`BankedMemory._check_plan`: the bank changed under the plan's
     decision; the learn's transaction rolls back and the plan is made again."""
 
@@ -142,7 +142,7 @@ class BankedMemory(Memory):
                         if not locked:
                             self._check_plan(plan, episode, prepared)
                         self._apply(plan, episode.id)
-            except Replan:
+            except _Replan:
                 log.debug("learn %s: the bank changed under its decision; planning again",
                           episode.id)
                 continue
@@ -191,7 +191,7 @@ class BankedMemory(Memory):
 
     def _check_plan(self, plan: Plan, episode: Episode, prepared: Any) -> None:
         """Run under the write lock, before the writes of a plan made outside it: raise
-        :class:`Replan` when the bank changed under its decision (default: never)."""
+        :class:`_Replan` when the bank changed under its decision (default: never)."""
 
     def _learned(self, plan: Plan) -> None:
         """After the learn's transaction committed (default: nothing)."""

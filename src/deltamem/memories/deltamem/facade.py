@@ -15,7 +15,7 @@ from deltamem.core.payload import TreeName
 from deltamem.core.tree import BestNode, Node, ResidualTree
 from deltamem.embed.base import Embedder
 from deltamem.extract.base import Extractor
-from deltamem.memories.banked import BankedMemory, Replan
+from deltamem.memories.banked import BankedMemory, _Replan
 from deltamem.memories.deltamem import decision, forgetting, render, search
 from deltamem.memories.deltamem.bank import BankView, set_durability
 from deltamem.memories.deltamem.config import (
@@ -220,7 +220,7 @@ class DeltaMem(BankedMemory):
         if self.store.version() != plan.basis.version:
             now = self._matches(episode, inputs)
             if decision.basis(self.bank, now, inputs.trees) != plan.basis.basis:
-                raise Replan
+                raise _Replan
 
     def _learned(self, plan: Plan) -> None:
         self.bank.reload(force=True, touched={c.id for c in plan.changes
