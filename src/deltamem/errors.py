@@ -35,8 +35,9 @@ the module named in brackets re-exports it where it was first defined)::
 
 Private control flow stays private where it is used and never leaves its package:
 ``memories.banked._Replan`` (a learn's write decision was made on a bank that changed under
-it: roll back and decide again; raised by DeltaMem's facade, caught by the banked base), ``store.records._Bad`` (why one record of an
-import is refused; it leaves as :class:`InvalidImportError`),
+it: roll back and decide again; raised by DeltaMem's facade, caught by the banked base),
+``store.records._Bad`` (why one record of an import is refused; it leaves as
+:class:`InvalidImportError`),
 ``llm.openai_compat._ResponseFormatRejected`` (the server refuses the JSON schema format:
 ask again with a plainer one) and ``_NotACompletion`` (a reply that is not a completion:
 retried like a transient fault).
