@@ -40,11 +40,12 @@ class DomainPreset:
     #: become placeholders {A}, {B}, ... the guide binds to the next goal) or ``literal``
     #: (the steps as played, instance numbers dropped); :data:`SKILL_WORDS` says why
     skill_words: str = "slots"
-    #: what a residual skill writes when its episode did something else where the
-    #: retrieved chain has steps: ``additions`` (the steps the chain lacks, appended) or
-    #: ``edits`` (its steps that stand instead of the chain's, in place:
-    #: :mod:`deltamem.core.residual`); :data:`SKILL_DELTAS` says where a domain's came from
-    skill_deltas: str = "additions"
+    #: what a residual skill writes: ``exact`` (what turns the steps its chain composes to
+    #: into the episode's, so every SUCCESS node's chain composes to its episode's steps:
+    #: :func:`deltamem.core.residual.delta`), or the earlier forms ``additions`` and
+    #: ``edits`` (:class:`~deltamem.extract.structural.StructuralExtractor`), kept for banks
+    #: written with them; :data:`SKILL_DELTAS` says where a domain's came from
+    skill_deltas: str = "exact"
 
 
 @dataclass(frozen=True)
@@ -119,26 +120,20 @@ SKILL_WORDS: dict[str, str] = {
 }
 
 
-#: where a domain's residual form (``DomainPreset.skill_deltas``) came from, when it was
-#: measured; a domain not listed writes additions, as the paper's residual prompts describe
-SKILL_DELTAS: dict[str, str] = {
-    "scienceworld": (
-        "additions, measured against edits (issue 29) on the development stream, split seen, "
-        "54 variations, seed 0, 40 expert demonstrations, model-free policy with the prior "
-        "guide: won 11 / 5 of 54, score 59.8 / 50.1 (edits lost find-living-thing 7 -> 0: the "
-        "edited chain named only the last demonstration's animal, dove, which shares no word "
-        "with this variation's egg turtle; additions kept the root's egg parrot; "
-        "docs/design-notes.md, 'Residuals that edit the chain')"
-    ),
-}
+#: where a domain's residual form (``DomainPreset.skill_deltas``) came from, when a domain
+#: differs from the default; every domain writes exact deltas since issue 47 (the composition
+#: contract of :mod:`deltamem.core.residual`). Before it, ScienceWorld wrote additions (chosen
+#: against edits on its development stream, docs/design-notes.md, "Residuals that edit the
+#: chain") and the other domains additions as well.
+SKILL_DELTAS: dict[str, str] = {}
 
 
 def skill_deltas_source(domain: str, value: str) -> str:
     """Where ``value`` (a domain's ``skill_deltas``) came from, for the bank's config."""
     if value != get_domain(domain).skill_deltas:
         return "set by the user"
-    return SKILL_DELTAS.get(domain, "the paper's residual extraction (§3.4): a delta holds "
-                            "the steps its chain lacks")
+    return SKILL_DELTAS.get(domain, "the composition contract (Eq. 7, issue 47): a SUCCESS "
+                            "node's chain composes to its episode's steps")
 
 
 def skill_words_source(domain: str, value: str) -> str:

@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 
 from deltamem.core.residual import (
     EDITS_HEADER,
+    Delta,
     Edit,
     compose,
+    delta,
     edit_lines,
     edits,
     is_edit_line,
@@ -97,3 +99,47 @@ def test_substitutions_and_insertions_compose_to_the_new_steps_less_what_it_left
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, base, new, autojunk=False).get_opcodes():
         kept += base[i1:i2] if tag in ("equal", "delete") else new[j1:j2]
     assert got == kept
+
+
+# -- the contract: a delta composes its chain to the episode's steps exactly ---------------
+
+def _parts(d: Delta | None) -> tuple[list[Edit] | None, list[str]]:
+    """A delta as :func:`compose` reads a chain item (its edits, its step lines)."""
+    assert d is not None
+    if d.kind == "additions":
+        return None, list(d.lines)
+    text = "\n".join([EDITS_HEADER, *d.lines])
+    return edits(text), [line.split(". ", 1)[1] for line in d.lines if line[0].isdigit()]
+
+
+_any_step = st.one_of(_step, st.text(alphabet='abcxyz {}"', min_size=1, max_size=8).map(
+    lambda s: " ".join(s.split()) or "x"))
+
+
+@given(st.lists(_any_step, max_size=9), st.lists(_any_step, min_size=1, max_size=9))
+def test_a_delta_composes_its_chain_to_exactly_the_new_steps(base, new):
+    d = delta(base, new)
+    if [" ".join(s.lower().split()) for s in base] == [" ".join(s.lower().split()) for s in new]:
+        assert d is None
+        return
+    parts = [(None, base), _parts(d)] if base else [_parts(d)]
+    got = [s for _, s in compose(parts)]
+    assert [" ".join(s.split()) for s in got] == [" ".join(s.split()) for s in new]
+
+
+@given(st.lists(st.lists(_step, min_size=1, max_size=8), min_size=1, max_size=6))
+def test_a_chain_of_deltas_composes_to_its_last_procedure(procedures):
+    parts: list[tuple[list[Edit] | None, list[str]]] = [(None, procedures[0])]
+    for new in procedures[1:]:
+        d = delta([s for _, s in compose(parts)], new)
+        if d is not None:
+            parts.append(_parts(d))
+        assert [s for _, s in compose(parts)] == new
+
+
+def test_a_step_left_out_is_dropped_and_a_pure_extension_is_additions():
+    d = delta(MELT, [*MELT[:2], *MELT[4:]])
+    assert d is not None and d.kind == "edits"
+    assert d.lines == ('- instead of steps 3-4 ("move metal pot to stove" to "activate stove"):',)
+    assert delta(MELT, [*MELT, "focus on {B}"]) == Delta("additions", ("focus on {B}",))
+    assert delta(MELT, [s.upper() for s in MELT]) is None

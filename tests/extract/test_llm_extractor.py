@@ -25,6 +25,7 @@ from deltamem.extract.llm import (
     template_domain,
     truncate_middle,
 )
+from deltamem.extract.residual import chain_steps, procedure_steps
 from deltamem.extract.schema import (
     ACTIVATION_MAX,
     ALL_ROLES,
@@ -295,7 +296,12 @@ def test_is_an_extractor_and_validates_config() -> None:
 def test_valid_output_gives_payload_in_one_call(role: str) -> None:
     llm = SchemaRecordingLLM([good_for(role)])
     payload = LLMExtractor(llm).extract(role, make_episode(), make_chain(), "alfworld")
-    assert payload == Payload.from_dict(good_for(role))
+    if role == "task_residual_success":  # the stored delta composes to the model's steps
+        assert payload is not None
+        chain = [*make_chain(), ChainEntry("RESIDUAL", "SUCCESS", payload)]
+        assert chain_steps(chain) == procedure_steps(good_for(role)["execution_procedure"])
+    else:
+        assert payload == Payload.from_dict(good_for(role))
     assert len(llm.calls) == 1
     purpose, messages, _ = llm.calls[0]
     assert purpose == "extract"

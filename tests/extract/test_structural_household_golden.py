@@ -6,7 +6,11 @@ The 22 recorded household episodes of ``tests/envs/fixtures/household_replay.jso
 -- roots and residuals of both outcomes against the chain of the episode before, environment
 roots and residuals, and the consolidation of that chain -- for the ``alfworld``, ``textworld``
 and ``generic`` domains; ``fixtures/structural_household_golden.json.gz`` holds the payloads
-the extractor wrote before (commit 243ca82). Regenerate only on purpose:
+the extractor wrote before (commit 243ca82; consolidations regenerated on purpose in issue 47,
+when a consolidated skill came to hold its chain's composed steps, repeats included, where it
+had kept each step text once). Residuals are written in the form the golden was made with,
+``skill_deltas="additions"`` (the default became ``exact`` in issue 47; tested in
+``test_structural_deltas.py``). Regenerate only on purpose:
 ``DELTAMEM_REGENERATE_GOLDEN=1 pytest tests/extract/test_structural_household_golden.py``.
 The extractor is asked for placeholders (``skill_words="slots"``), the setting the golden
 was written with; ``textworld`` keeps literal words by default since issue 29 (tested in
@@ -49,7 +53,7 @@ def _episodes(domain: str) -> list[Episode]:
 
 
 def _payloads(domain: str) -> list[Any]:
-    x = StructuralExtractor(skill_words="slots")
+    x = StructuralExtractor(skill_words="slots", skill_deltas="additions")
     out: list[Any] = []
     episodes = _episodes(domain)
     previous: list[ChainEntry] = []

@@ -15,6 +15,8 @@ from deltamem.errors import (
     ExtractionError,
     InvalidInputError,
 )
+from deltamem.extract import StructuralExtractor
+from deltamem.extract.residual import procedure_steps
 from deltamem.testing import TableEmbedder, check_memory, make_episode
 
 H = HashingEmbedder(dim=64)
@@ -212,9 +214,12 @@ def test_kth_success_hit_consolidates_and_state_survives_reload(tmp_path):
         "consolidated",
         residual.id,
     )
+    # the fused skill holds what the chain composes to (Eq. 7): the variant episode's own
+    # steps, the base's it did not do dropped (issue 47: a chain composes to its episode)
     proc = new_root.payload.procedure
-    assert "4. clean apple with sinkbasin" in proc  # base content
-    assert "11. heat apple with microwave" in proc  # delta content, renumbered after the base
+    variant = make_episode("variant goal", actions=OTHER_STEPS)
+    assert procedure_steps(proc) == StructuralExtractor().skill_steps(variant, "alfworld")
+    assert "4. heat apple with microwave" in proc and "clean apple" not in proc
     marked = next(n for n in nodes if n.id == residual.id)
     assert marked.consolidated and marked.success_hits == 2
     # Phase 3: the next query matches R* directly

@@ -77,7 +77,7 @@ def test_a_new_threshold_is_used_and_named_but_not_stored(bank):
     ({"env_trigger": "scene"}, "env_trigger='places'"),
     ({"d_max": 5}, "d_max=4"),
     ({"skill_words": "literal"}, "skill_words='slots'"),
-    ({"skill_deltas": "edits"}, "skill_deltas='additions'"),
+    ({"skill_deltas": "edits"}, "skill_deltas='exact'"),
 ])
 def test_an_override_that_reorganises_the_bank_is_refused(bank, override, says):
     with pytest.raises(ConfigError, match=says) as err:
@@ -189,10 +189,10 @@ def test_the_registry_gives_the_bank_an_extractor_with_its_own_settings():
         mem.close()
 
 
-def test_a_scienceworld_bank_names_where_its_residual_form_came_from(tmp_path):
+def test_a_new_bank_names_where_its_residual_form_came_from(tmp_path):
     mem = DeltaMem.open(tmp_path / "sw.db", embedder=H, domain="scienceworld")
     try:
-        assert mem.config.skill_deltas == "additions"
-        assert "measured against edits" in mem.config.skill_deltas_source
+        assert mem.config.skill_deltas == "exact"
+        assert "composition contract" in mem.config.skill_deltas_source
     finally:
         mem.close()

@@ -2,40 +2,44 @@
 
 A residual node stores "the incremental modification relative to its parent chain"
 (§3.2), and retrieval reconstructs "the full experience via root-to-match chain
-composition" (Eq. 7). The structural extractor writes a residual skill in one of two forms
-(:attr:`deltamem.domains.DomainPreset.skill_deltas`):
+composition" (Eq. 7). Skills write their steps in two forms:
 
 * **additions** (the paper's "additions such as extra steps"): "Extra steps not in the
-  base:" and the steps the chain lacks; the chain's procedure is the base's steps, then
+  base:" and steps that follow the chain's; the chain's procedure is the base's steps, then
   each delta's, in order;
-* **edits**, written only when the episode did *something else* where the chain has steps
-  (a freeze experiment filed under a melt skill moved the pot to the freezer where melt
-  moved it to the stove): under "Changes to the base steps:", groups of the episode's steps
-  that stand ``instead of`` a run of the chain's steps, or go ``after`` / ``before`` one of
-  them, each group's first line naming the chain's steps by number and text::
+* **edits**: under "Changes to the base steps:", groups of the episode's steps that stand
+  ``instead of`` a run of the chain's steps (none: the run is dropped), or go ``after`` /
+  ``before`` one of them, each group's first line naming the chain's steps by number and
+  text::
 
       - instead of steps 4-5 ("move metal pot to stove" to "activate stove"):
       1. move metal pot to freezer
       - after step 7 ("examine {A}"):
       2. use thermometer on {A}
 
-  A chain step the episode merely left out stays: the episode may not have needed it only
-  because of where it started (a demonstration that began outside never teleported there).
-
 Step numbers count the steps of the composed parent chain, as :func:`compose` returns
 them. A reader whose step list differs from the writer's finds a named step by its text
 instead; a group whose steps cannot be found is appended, as additions would be.
+
+**The contract** (:func:`delta`): a residual is taken against what its chain composes to,
+never against a failure record's text (failure records hold no steps). Whatever its
+ancestors' labels, the chain of a SUCCESS node composes to exactly the steps of the
+episode it was learned from: :func:`delta` returns additions when the episode only extends
+the chain's steps, an edits delta otherwise (steps the episode left out are dropped), and
+``None`` when the chain already composes to the episode's steps (the residual *skip*).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from difflib import SequenceMatcher
 from typing import Literal, NamedTuple
 
 from deltamem.text import normalise
 
-__all__ = ["EDITS_HEADER", "Edit", "compose", "edit_lines", "edits", "is_edit_line", "locate"]
+__all__ = ["EDITS_HEADER", "Delta", "Edit", "compose", "delta", "edit_lines", "edits",
+           "is_edit_line", "locate"]
 
 EDITS_HEADER = "Changes to the base steps:"
 
@@ -61,7 +65,12 @@ class Edit(NamedTuple):
 
 
 def _norm(step: str) -> str:
-    return normalise(step).rstrip(".").strip()
+    # a quote inside a step is written as ' in a group's header (which quotes with ")
+    return normalise(step.replace('"', "'")).rstrip(".").strip()
+
+
+def _quoted(step: str) -> str:
+    return " ".join(step.replace('"', "'").split())
 
 
 def edit_lines(kind: Kind, first: int, last: int, first_step: str, last_step: str,
@@ -69,9 +78,9 @@ def edit_lines(kind: Kind, first: int, last: int, first_step: str, last_step: st
     """The lines of one group (its steps numbered from ``start``)."""
     if first < 1 or last < first:
         raise ValueError(f"steps are numbered from 1, first ≤ last; got {first}-{last}")
-    one = " ".join(first_step.split())
+    one = _quoted(first_step)
     if kind == "instead" and last > first:
-        head = f'- instead of steps {first}-{last} ("{one}" to "{" ".join(last_step.split())}"):'
+        head = f'- instead of steps {first}-{last} ("{one}" to "{_quoted(last_step)}"):'
     else:
         head = f'- {"instead of" if kind == "instead" else kind} step {first} ("{one}"):'
     return [head, *(f"{n}. {s}" for n, s in enumerate(steps, start))]
@@ -152,3 +161,38 @@ def compose(parts: Sequence[tuple[Sequence[Edit] | None, Sequence[str]]]
                 i = at
         out = [*new, *out[i:], *tail]
     return out
+
+
+class Delta(NamedTuple):
+    """What a residual holds so that its chain composes to an episode's steps
+    (:func:`delta`): ``kind`` ``additions`` (``lines`` are the steps that follow the chain's)
+    or ``edits`` (``lines`` are the groups' lines, steps numbered from 1, without
+    :data:`EDITS_HEADER`)."""
+
+    kind: Literal["additions", "edits"]
+    lines: tuple[str, ...]
+
+
+def delta(base: Sequence[str], steps: Sequence[str]) -> Delta | None:
+    """The residual turning the chain's composed steps ``base`` into ``steps`` exactly:
+    ``compose([(None, base), (parsed delta, its steps)])`` gives ``steps`` (the module's
+    contract). ``None`` when they are already equal (nothing to write). Steps compare as
+    :func:`locate` reads them (case, spacing and a final full stop do not count)."""
+    a, b = [_norm(s) for s in base], [_norm(s) for s in steps]
+    if a == b:
+        return None
+    if b[: len(a)] == a:
+        return Delta("additions", tuple(steps[len(base):]))
+    lines: list[str] = []
+    n = 1
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag in ("replace", "delete"):
+            lines += edit_lines("instead", i1 + 1, i2, base[i1], base[i2 - 1], steps[j1:j2], n)
+        elif tag == "insert" and i1 > 0:
+            lines += edit_lines("after", i1, i1, base[i1 - 1], base[i1 - 1], steps[j1:j2], n)
+        elif tag == "insert":
+            lines += edit_lines("before", 1, 1, base[0], base[0], steps[j1:j2], n)
+        else:
+            continue
+        n += j2 - j1
+    return Delta("edits", tuple(lines))

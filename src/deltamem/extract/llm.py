@@ -25,6 +25,19 @@ Consolidation templates use only ``$retrieved_memory``. Every answer is
 validated with :func:`deltamem.extract.schema.parse_output`; an invalid answer
 gets exactly one repair call, after which the extractor gives up with
 :class:`~deltamem.errors.ExtractionError`.
+
+**Residual successes compose** (:mod:`deltamem.extract.residual`). The model writes the
+episode's whole procedure as numbered steps (the ``task_residual_success`` template asks for
+it, copying the memory's wording where the episode did the same; under a chain of failure
+records only, the ``task_root_success`` template is used), and the residual stored is what
+turns the chain's composed steps into those steps, worked out by
+:func:`~deltamem.extract.residual.residual_skill`: so the chain of every SUCCESS node
+composes to the steps the model wrote for its episode, and a failure record's text is never
+what a delta is taken against. An answer without numbered steps is invalid (repaired once,
+then rejected). A consolidated skill (Eq. 8) holds the chain's composed steps with the
+model's activation, termination and notes. WebShop's skills are worked example dialogs, not
+step lists: there a residual under a successful base is the paper's patch, and one under
+failure records only is a whole example.
 """
 
 from __future__ import annotations
@@ -41,6 +54,14 @@ from deltamem.core.payload import ChainEntry, Payload, TreeName, render_chain
 from deltamem.domains import get_domain
 from deltamem.errors import ConfigError, ExtractionError, InvalidInputError
 from deltamem.extract.base import EXTRACTION_ROLES, SKIPPABLE, Role
+from deltamem.extract.residual import (
+    PROCEDURE_MAX,
+    chain_steps,
+    fit_lines,
+    numbered,
+    procedure_steps,
+    residual_skill,
+)
 from deltamem.extract.schema import ALL_ROLES, parse_output, schema_for
 from deltamem.llm.base import LLMClient, Message
 from deltamem.llm.structured import RAW_IN_LOG, complete_with_repair, truncate_middle
@@ -236,31 +257,78 @@ class LLMExtractor:
         role or domain, :class:`InvalidInputError` for a bad episode or a residual
         role with an empty chain.
         """
+        if role == "task_residual_success":
+            return self._residual_success(episode, chain, domain)
         prompt = self.render_prompt(role, episode, chain, domain)
         return self._run(role, domain, prompt, purpose="extract")
+
+    def _residual_success(self, episode: Episode, chain: Sequence[ChainEntry], domain: str
+                          ) -> Payload | None:
+        """A residual success that composes (module doc)."""
+        if not chain:
+            raise InvalidInputError("role task_residual_success needs the retrieved chain, "
+                                    "got an empty one")
+        based = any(e.label == "SUCCESS" for e in chain)
+        examples = template_domain(domain) == "webshop"
+        if examples and based:  # a patch on a worked example (the paper's form)
+            prompt = self.render_prompt("task_residual_success", episode, chain, domain)
+            return self._run("task_residual_success", domain, prompt, purpose="extract")
+        role: Role = "task_residual_success" if based else "task_root_success"
+        prompt = self.render_prompt(role, episode, chain if based else (), domain)
+        full = self._run(role, domain, prompt, purpose="extract", steps=not examples)
+        if full is None or examples:
+            return full  # the model's skip; or a whole example under failure records only
+        steps = procedure_steps(full.procedure)
+        notes = "\n".join(line for line in full.procedure.splitlines()
+                          if line.strip() and not procedure_steps(line))
+        return residual_skill(chain, steps, activation=full.activation,
+                              variant=full.activation, termination=full.termination,
+                              notes=notes)
 
     def consolidate(self, tree: TreeName, chain: Sequence[ChainEntry], domain: str) -> Payload:
         """Fuse a root→v chain into one self-contained payload (Eq. 8).
 
-        Errors as :meth:`extract`; ``ConfigError`` for a tree other than task/env.
+        A skill keeps the chain's composed steps (Eq. 7) with the model's activation,
+        termination and notes (module doc). Errors as :meth:`extract`; ``ConfigError`` for
+        a tree other than task/env.
         """
         prompt = self.render_consolidation_prompt(tree, chain, domain)
         role = self._consolidation_role(tree)
         payload = self._run(role, domain, prompt, purpose="consolidate")
         if payload is None:  # unreachable: the schema of consolidation roles has no skip
             raise ExtractionError(f"{role} answered skip", role=role)
-        return payload
+        steps = chain_steps(chain) if tree == "task" else []
+        if not steps or template_domain(domain) == "webshop":
+            return payload
+        body = numbered(steps)
+        notes = "\n".join(line for line in payload.procedure.splitlines()
+                          if line.strip() and not procedure_steps(line))
+        more = fit_lines(notes, PROCEDURE_MAX - len(body) - 1)
+        return Payload(payload.activation, "\n".join(x for x in (body, more) if x),
+                       payload.termination)
 
     # -- calling and repairing -------------------------------------------------------------
 
-    def _run(self, role: str, domain: str, prompt: str, *, purpose: str) -> Payload | None:
+    def _run(self, role: str, domain: str, prompt: str, *, purpose: str,
+             steps: bool = False) -> Payload | None:
+        """Ask, validate (``steps``: the procedure must hold numbered steps), repair once,
+        then reject (logged, :attr:`on_reject`, :class:`ExtractionError`)."""
         messages: list[Message] = [
             {"role": "system", "content": _SYSTEM},
             {"role": "user", "content": prompt},
         ]
+
+        def parse(raw: str) -> Payload | None:
+            payload = parse_output(role, raw, domain=domain)
+            if steps and payload is not None and not procedure_steps(payload.procedure):
+                raise ExtractionError(
+                    "execution_procedure must list the steps as numbered lines "
+                    '("1. ...\\n2. ...")', role=role, raw=raw)
+            return payload
+
         try:
             return complete_with_repair(
-                self.llm, messages, parse=lambda raw: parse_output(role, raw, domain=domain),
+                self.llm, messages, parse=parse,
                 repair_request=lambda reason: _repair_request(role, reason), purpose=purpose,
                 schema=schema_for(role, domain), max_tokens=self.max_tokens)
         except ExtractionError as e:

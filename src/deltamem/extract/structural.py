@@ -4,11 +4,15 @@ It follows the paper's extraction rules (§3.4) with plain text processing:
 
 * task roots abstract the episode: instance numbers are dropped ("cabinet 3" →
   "cabinet") and goal entities become placeholders ({A}, {B}, ...);
-* residual successes keep only the abstract steps the retrieved chain does not
-  already contain, and answer *skip* when there are none; with ``skill_deltas="edits"``
-  (:attr:`deltamem.domains.DomainPreset.skill_deltas`) an episode that did something
-  else where the chain has steps writes which of the chain's steps its own stand instead
-  of, and where its other new steps go (:mod:`deltamem.core.residual`);
+* residual successes hold what turns the steps the retrieved chain composes to into this
+  episode's abstract steps (``skill_deltas="exact"``, the default: :func:`deltamem.core.
+  residual.delta`): the steps that follow the chain's, or which of the chain's steps its
+  own stand instead of and where its other steps go; failure records in the chain hold no
+  steps, so under a failed root the delta is the episode's whole procedure; *skip* when the
+  chain already composes to the episode's steps. The two earlier forms stay for banks
+  written with them: ``additions`` (the steps not found anywhere in the chain's text,
+  failure records included, appended) and ``edits`` (as ``exact``, but steps the episode
+  left out stay);
 * failure records list the failed actions with the environment's answers
   ([FAILED]) and admissible actions never tried ([UNEXPLORED]); a residual
   failure skips when the chain already records exactly those failures;
@@ -59,10 +63,15 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 from deltamem.core.payload import ChainEntry, Payload, TreeName
-from deltamem.core.residual import EDITS_HEADER, compose, edit_lines, edits, is_edit_line
+from deltamem.core.residual import (
+    EDITS_HEADER,
+    edit_lines,
+    is_edit_line,
+)
 from deltamem.domains import get_domain
 from deltamem.errors import ConfigError
 from deltamem.extract.base import Role
+from deltamem.extract.residual import chain_steps, fit_lines, residual_skill
 from deltamem.text import SKILL_STOP_WORDS as _STOP
 from deltamem.text import normalise
 from deltamem.types import Episode, Step
@@ -70,6 +79,8 @@ from deltamem.types import Episode, Step
 MAX_ACTIVATION = 400
 MAX_PROCEDURE = 2000
 MAX_STEPS_LISTED = 40
+SKILL_DELTAS: tuple[str, ...] = ("exact", "additions", "edits")
+"""The forms a residual skill can take (:class:`StructuralExtractor`, ``skill_deltas``)."""
 
 _NUM = re.compile(r"\b([A-Za-z][\w-]*) \d+\b")
 _SEE = re.compile(r"(?:on|in) (?:the )?([a-z][a-z -]*?)(?: \d+)?, you see ([^.]*)", re.IGNORECASE)
@@ -167,18 +178,6 @@ def _strip_number(line: str) -> str:
     return re.sub(r"^\s*(?:\d+\.|[-+*])\s*", "", line).strip().lower()
 
 
-def chain_steps(chain: Sequence[ChainEntry]) -> list[str]:
-    """The numbered steps of a skill chain's successes, composed (Eq. 7,
-    :func:`deltamem.core.residual.compose`); failure records hold no steps."""
-    parts = [
-        (edits(e.payload.procedure),
-         [_STEP_NO.sub("", line).strip() for line in e.payload.procedure.splitlines()
-          if _STEP_NO.match(line)])
-        for e in chain if e.label == "SUCCESS"
-    ]
-    return [s for _, s in compose(parts)]
-
-
 def _edit_groups(base: Sequence[str], steps: Sequence[str]) -> list[str] | None:
     """The lines of an edits delta turning the chain's ``base`` steps into ``steps``
     (:mod:`deltamem.core.residual`), or ``None`` when the episode only added steps or left
@@ -200,6 +199,11 @@ def _edit_groups(base: Sequence[str], steps: Sequence[str]) -> list[str] | None:
             continue
         n += j2 - j1
     return lines
+
+
+def _success_lines(chain: Sequence[ChainEntry]) -> set[str]:
+    """The lines of the chain's SUCCESS entries (what a residual is written against)."""
+    return _chain_lines([e for e in chain if e.label == "SUCCESS"])
 
 
 def _chain_lines(chain: Sequence[ChainEntry]) -> set[str]:
@@ -324,10 +328,11 @@ class StructuralExtractor:
             dropped: for a domain whose goals are paraphrased, so a slot could not be
             bound back), or ``None`` (default): the domain's setting
             (:attr:`deltamem.domains.DomainPreset.skill_words`).
-        skill_deltas: what a residual success writes when its episode did something else
-            where the retrieved chain has steps: ``"additions"`` (only the steps the chain
-            lacks, appended), ``"edits"`` (the episode's steps that stand instead of the
-            chain's, and where its other new steps go, :mod:`deltamem.core.residual`), or
+        skill_deltas: what a residual success writes: ``"exact"`` (what turns the chain's
+            composed steps into the episode's, :func:`deltamem.core.residual.delta`, so the
+            new node's chain composes to the episode's steps), the earlier forms
+            ``"additions"`` (the steps found nowhere in the chain's text, appended) and
+            ``"edits"`` (as exact, but the chain's steps the episode left out stay), or
             ``None`` (default): the domain's setting
             (:attr:`deltamem.domains.DomainPreset.skill_deltas`).
     """
@@ -338,9 +343,9 @@ class StructuralExtractor:
                  ) -> None:
         if skill_words not in (None, "slots", "literal"):
             raise ConfigError(f"skill_words must be 'slots' or 'literal', got {skill_words!r}")
-        if skill_deltas not in (None, "additions", "edits"):
-            raise ConfigError(
-                f"skill_deltas must be 'additions' or 'edits', got {skill_deltas!r}")
+        if skill_deltas not in (None, *SKILL_DELTAS):
+            raise ConfigError(f"skill_deltas must be one of {', '.join(SKILL_DELTAS)}, "
+                              f"got {skill_deltas!r}")
         self.skill_words = skill_words
         self.skill_deltas = skill_deltas
 
@@ -351,11 +356,11 @@ class StructuralExtractor:
         sw = domain == "scienceworld"
         tw = domain == "textworld"
         literal = (self.skill_words or preset.skill_words) == "literal"
-        edit = (self.skill_deltas or preset.skill_deltas) == "edits"
+        form = self.skill_deltas or preset.skill_deltas
         if role == "task_root_success":
             return self._skill(episode, chain=(), sw=sw, literal=literal)
         if role == "task_residual_success":
-            return self._skill(episode, chain=chain, sw=sw, literal=literal, edit=edit)
+            return self._skill(episode, chain=chain, sw=sw, literal=literal, form=form)
         if role == "task_root_failure":
             return self._failure(episode, chain=())
         if role == "task_residual_failure":
@@ -367,8 +372,17 @@ class StructuralExtractor:
         raise ValueError(f"unknown extraction role {role!r}")
 
     # -- task tree -----------------------------------------------------------
-    def _skill(self, ep: Episode, chain: Sequence[ChainEntry], sw: bool = False,
-               literal: bool = False, edit: bool = False) -> Payload | None:
+    def skill_steps(self, episode: Episode, domain: str) -> list[str]:
+        """The abstract steps a skill learned from ``episode`` holds (§3.4: instance numbers
+        dropped, the goal's words as placeholders unless ``skill_words`` is ``literal``;
+        steps that changed nothing left out, repeats in a row once): what the chain of a
+        SUCCESS node written from it composes to (Eq. 7, :mod:`deltamem.core.residual`)."""
+        preset = get_domain(domain)
+        literal = (self.skill_words or preset.skill_words) == "literal"
+        return self._steps(episode, domain == "scienceworld", literal)[0]
+
+    @staticmethod
+    def _steps(ep: Episode, sw: bool, literal: bool) -> tuple[list[str], _Placeholders]:
         if sw:
             valid = [s.action for s in ep.steps if not _sw_noop(s)]
             ph = _Placeholders(ep.task.goal, () if literal else valid, fixed=_SW_TEMPLATE_WORDS)
@@ -380,16 +394,22 @@ class StructuralExtractor:
             line = ph.apply(a)
             if not steps or steps[-1] != line:
                 steps.append(line)
-        steps = steps[:MAX_STEPS_LISTED]
+        return steps[:MAX_STEPS_LISTED], ph
+
+    def _skill(self, ep: Episode, chain: Sequence[ChainEntry], sw: bool = False,
+               literal: bool = False, form: str = "exact") -> Payload | None:
+        steps, ph = self._steps(ep, sw, literal)
         goal = ph.apply(ep.task.goal)
         legend = ph.legend()
         activation = f"Tasks of the form: {goal}" + (f" ({legend})" if legend else "")
         last = steps[-1] if steps else "the final action"
         termination = f"The environment reports the task done after: {last}"
         where = [ph.apply(f) for f in _sw_item_rooms(ep)] if sw else []
+        if chain and form == "exact":
+            return self._exact(chain, steps, goal, activation, termination, where)
         if chain:
             known = _chain_lines(chain)
-            groups = _edit_groups(chain_steps(chain), steps) if edit else None
+            groups = _edit_groups(chain_steps(chain), steps) if form == "edits" else None
             if groups:  # the episode did something else where the chain has steps
                 return Payload(
                     _clip(f"Variant of the base skill: {goal}", MAX_ACTIVATION),
@@ -412,6 +432,17 @@ class StructuralExtractor:
                   MAX_PROCEDURE),
             termination,
         )
+
+    @staticmethod
+    def _exact(chain: Sequence[ChainEntry], steps: list[str], goal: str, activation: str,
+               termination: str, where: list[str]) -> Payload | None:
+        """A residual success whose chain composes to ``steps`` exactly
+        (:func:`deltamem.extract.residual.residual_skill`), written against the chain's
+        SUCCESS entries only: failure records hold no steps."""
+        return residual_skill(chain, steps, activation=activation,
+                              variant=f"Variant of the base skill: {goal}",
+                              termination=termination,
+                              notes=_where(where, _success_lines(chain)))
 
     def _failure(self, ep: Episode, chain: Sequence[ChainEntry]) -> Payload | None:
         tried = {abstract_text(s.action).lower() for s in ep.steps}
@@ -545,38 +576,34 @@ class StructuralExtractor:
 
     # -- consolidation (Eq. 8) -----------------------------------------------------
     def consolidate(self, tree: TreeName, chain: Sequence[ChainEntry], domain: str) -> Payload:
+        """Eq. 8 without an LLM: one payload holding the chain's composed steps (Eq. 7,
+        :func:`chain_steps`: a consolidated skill composes to what its chain did), then the
+        chain's other lines once each (where things were; a failure record's lines marked
+        ``[WARN]``). Step lines are never clipped; the other lines are, from the end."""
         get_domain(domain)
         if not chain:
             raise ValueError("cannot consolidate an empty chain")
         seen: set[str] = set()
-        lines: list[str] = []
-        step = 0
-        if any(edits(e.payload.procedure) is not None for e in chain):
-            # a delta edited steps: the consolidated skill holds the composed steps, then
-            # the chain's other lines (where things were, warnings) once each
-            for step, line in enumerate(chain_steps(chain), 1):
-                seen.add(line.lower())
-                lines.append(f"{step}. {line}")
-            chain = [ChainEntry(e.kind, e.label, Payload(
-                e.payload.activation,
-                "\n".join(line for line in e.payload.procedure.splitlines()
-                          if not _STEP_NO.match(line) and not is_edit_line(line)),
-                e.payload.termination)) for e in chain]
+        steps: list[str] = []
+        for n, line in enumerate(chain_steps(chain), 1):
+            seen.add(line.lower())
+            steps.append(f"{n}. {line}")
+        rest: list[str] = []
         for e in chain:
             for line in e.payload.procedure.splitlines():
                 key = _strip_number(line)
-                if not key or key in seen or key.startswith("extra steps not in"):
+                if (not key or key in seen or key.startswith("extra steps not in")
+                        or _STEP_NO.match(line) or is_edit_line(line)):
                     continue
                 seen.add(key)
-                if re.match(r"^\s*\d+\.", line):  # a numbered step: renumber across the chain
-                    step += 1
-                    line = f"{step}. {_STEP_NO.sub('', line)}"
                 prefix = "[WARN] " if e.label == "FAILURE" and not line.startswith("[") else ""
-                lines.append(prefix + line.strip())
-        activation = chain[0].payload.activation
+                rest.append(prefix + line.strip())
+        activation = next((e.payload.activation for e in chain if e.label == "SUCCESS"),
+                          chain[0].payload.activation)
         termination = next(
             (e.payload.termination for e in reversed(chain) if e.payload.termination), ""
         )
-        return Payload(
-            _clip(activation, MAX_ACTIVATION), _clip("\n".join(lines), MAX_PROCEDURE), termination
-        )
+        body = "\n".join(steps)
+        more = fit_lines("\n".join(rest), MAX_PROCEDURE - len(body) - 1)
+        return Payload(_clip(activation, MAX_ACTIVATION),
+                       "\n".join(x for x in (body, more) if x), termination)

@@ -66,10 +66,11 @@ class DeltaMemConfig(BaseModel):
             domain's setting (:attr:`deltamem.domains.DomainPreset.skill_words`). Stored
             with the bank with where it came from (``skill_words_source``); a bank written
             before this setting existed reopens with ``slots``.
-        skill_deltas: what the default (structural) extractor writes for a residual skill
-            whose episode did something else where the retrieved chain has steps:
-            ``additions`` (the steps the chain lacks, appended) or ``edits`` (its steps
-            that stand instead of the chain's, in place: :mod:`deltamem.core.residual`);
+        skill_deltas: what the default (structural) extractor writes for a residual skill:
+            ``exact`` (what turns the steps the chain composes to into the episode's, so a
+            SUCCESS node's chain composes to its episode's steps: :mod:`deltamem.core.
+            residual`), or the earlier ``additions`` (the steps found nowhere in the chain,
+            appended) and ``edits`` (as exact, but steps the episode left out stay);
             ``None``: the domain's setting
             (:attr:`deltamem.domains.DomainPreset.skill_deltas`). Stored with the bank with
             where it came from (``skill_deltas_source``); a bank written before this
@@ -137,7 +138,7 @@ class DeltaMemConfig(BaseModel):
     tau_source: dict[str, str] = Field(default_factory=dict)
     skill_words: Literal["slots", "literal"] | None = None
     skill_words_source: str = ""
-    skill_deltas: Literal["additions", "edits"] | None = None
+    skill_deltas: Literal["exact", "additions", "edits"] | None = None
     skill_deltas_source: str = ""
     k_cons: int | None = Field(default=None, ge=1)
     consolidation: bool = True

@@ -191,9 +191,13 @@ class Planner:
         tree = self.bank.trees[tree_name]
         v = tree.get(node_id)
         k = self.config.k_cons or math.inf
+        # only a SUCCESS node's chain is distilled: a failure record holds no steps, so a
+        # "skill" fused from a chain ending in one would hold another episode's procedure
+        # under a SUCCESS label (the composition contract, issue 47)
         will_consolidate = (
             self.config.consolidation
             and v.kind == "RESIDUAL"
+            and (v.label == "SUCCESS" or tree_name == "env")
             and not v.consolidated
             and v.success_hits + 1 >= k
         )
