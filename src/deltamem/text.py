@@ -38,9 +38,11 @@ __all__ = [
     "INSTRUCTION_WORDS",
     "MCMA_STOP_WORDS",
     "NON_ENTITY_WORDS",
+    "NO_EFFECT_PHRASES",
     "REPORT_STOP_WORDS",
     "SKILL_STOP_WORDS",
     "fold",
+    "no_effect",
     "normalise",
     "squash",
 ]
@@ -49,6 +51,21 @@ __all__ = [
 def squash(text: str) -> str:
     """``text`` with every run of white space one space, none at the ends."""
     return " ".join(text.split())
+
+
+#: how an environment's answer to an action that had no effect begins (lower case): a
+#: failure record's ``- action -> answer`` line with such an answer is a command to avoid
+NO_EFFECT_PHRASES: tuple[str, ...] = (
+    "nothing happened", "nothing happens", "no known action", "can't", "cannot",
+    "not possible", "you don't", "i don't understand", "doesn't",
+)
+
+
+def no_effect(observation: str) -> bool:
+    """Whether ``observation`` is an environment's answer to an action that had no effect
+    (it begins with one of :data:`NO_EFFECT_PHRASES`)."""
+    obs = observation.strip().lower()
+    return any(obs.startswith(p) for p in NO_EFFECT_PHRASES)
 
 
 def normalise(text: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from deltamem.errors import ConfigError
 from deltamem.llm import ScriptedLLM
 from deltamem.memories.reasoningbank import (
     CONTENT_MAX,
@@ -60,14 +61,14 @@ def test_step_flagged_invalid_counts_as_rejected():
     assert len(mem.learn(ep).written) == 2
 
 
-def test_recall_is_top_k_by_cosine_with_the_goal():
+def test_items_retrieval_is_top_k_lessons_by_cosine_with_the_goal():
     names = ["alpha", "beta", "gamma", "delta", "epsilon"]  # no numbers: those are abstracted
     eps = [make_episode(f"goal {x}", success=False, episode_id=x) for x in names]
     cosines = [0.1, 0.9, 0.5, 0.7, 0.3]
     probe = ReasoningBank.open(embedder=H, mode="deterministic")
     keys = [probe.distill(ep)[0].key_text for ep in eps]  # title + description are embedded
     emb = table({"query goal": unit(1.0)} | dict(zip(keys, map(unit, cosines), strict=True)))
-    mem = ReasoningBank.open(embedder=emb, mode="deterministic")
+    mem = ReasoningBank.open(embedder=emb, mode="deterministic", retrieval="items", k=3)
     for ep in eps:
         mem.learn(ep)
     r = mem.recall(Task(id="q", goal="query goal", domain="alfworld"))
@@ -75,11 +76,34 @@ def test_recall_is_top_k_by_cosine_with_the_goal():
     assert [round(i.score, 3) for i in r.items] == [0.9, 0.7, 0.5]
     assert [m["score"] for m in r.details["matches"]] == [i.score for i in r.items]
     assert "goal beta" in r.items[0].text
+    assert ReasoningBank(mem.store, emb).config.retrieval == "items"  # as it was built
     floor = ReasoningBank(mem.store, emb, min_score=0.6, k=5)
     assert [round(i.score, 3) for i in floor.recall(Task(id="q", goal="query goal")).items] \
         == [0.9, 0.7]
     assert ReasoningBank(mem.store, emb, min_score=0.95).recall(
         Task(id="q", goal="query goal")).empty
+
+
+def test_query_retrieval_recalls_the_lesson_sets_of_the_k_most_similar_past_goals():
+    """The paper's retrieval: every lesson keyed by its episode's goal; top-1 by default,
+    ties to the earliest episode; a success's strategy and warning come together."""
+    goals = {"goal alpha": 0.1, "goal beta": 0.9, "put a clean mug in shelf": 0.7,
+             "goal delta": 0.9}
+    emb = table({"query goal": unit(1.0)} | {g: unit(c) for g, c in goals.items()})
+    mem = ReasoningBank.open(embedder=emb, mode="deterministic", query_text="goal")
+    assert mem.config.retrieval == "query" and mem.config.k == 1
+    for n, goal in enumerate(goals):
+        ok = goal.startswith("put")
+        extra = {"actions": MUG_STEPS} if ok else {}
+        mem.learn(make_episode(goal, success=ok, episode_id=f"e{n}", **extra))
+    query = Task(id="q", goal="query goal", domain="alfworld")
+    (only,) = mem.recall(query).items  # beta and delta tie at 0.9: the earlier, beta
+    assert "goal beta" in only.text and only.role == "warning"
+    top3 = ReasoningBank(mem.store, emb, k=3).recall(query)
+    assert [round(i.score, 3) for i in top3.items] == [0.9, 0.9, 0.7, 0.7]
+    assert [i.role for i in top3.items][2:] == ["strategy", "warning"]  # the mug episode's set
+    with pytest.raises(ConfigError, match="retrieval='query'"):
+        ReasoningBank(mem.store, emb, retrieval="items")
 
 
 def test_llm_mode_distils_with_purpose_extract():

@@ -47,7 +47,8 @@ class Transition:
 #: them: the rule set every built-in domain runs. A name, not the rule: the rules live in the
 #: agents layer, above this one, and are resolved from their names there
 GUIDE_RULES: tuple[str, ...] = ("put-away", "follow", "look-ahead", "return-to-place",
-                                "open-closed", "backtrack", "search-unvisited")
+                                "open-closed", "backtrack", "search-unvisited",
+                                "heed-warnings")
 
 
 class Environment(ABC):

@@ -68,12 +68,13 @@ from deltamem.core.residual import (
     edit_lines,
     is_edit_line,
 )
+from deltamem.core.triggers import goal_entities
 from deltamem.domains import get_domain
 from deltamem.errors import ConfigError
 from deltamem.extract.base import Role
 from deltamem.extract.residual import chain_steps, fit_lines, residual_skill
+from deltamem.text import NO_EFFECT_PHRASES, normalise
 from deltamem.text import SKILL_STOP_WORDS as _STOP
-from deltamem.text import normalise
 from deltamem.types import Episode, Step
 
 MAX_ACTIVATION = 400
@@ -101,16 +102,6 @@ _TW_CONTAINS = re.compile(r"\bthe ([a-z][a-z -]*?) contains ([^.!?]*)", re.I)
 _TW_FLOOR = re.compile(r"\bthere is ([^.!?]*?) on the floor\b", re.I)
 _TW_FLAVOUR = re.compile(r",\s*so there's that\s*$", re.I)
 _TW_PLACING = re.compile(r"^(?:put|insert) (.+?) (?:on|onto|into|in) (.+)$")
-_INVALID_HINTS = (
-    "nothing happened",
-    "no known action",
-    "can't",
-    "cannot",
-    "not possible",
-    "you don't",
-    "i don't understand",
-    "doesn't",
-)
 
 
 def abstract_text(text: str) -> str:
@@ -127,6 +118,38 @@ def _split_items(listing: str) -> list[str]:
         if it and it.lower() not in {"nothing", "none"}:
             out.append(it.lower())
     return out
+
+
+_SEARCH = re.compile(r"^(?:go to|open) (.+)$")
+
+
+def _searched_in_vain(ep: Episode) -> str | None:
+    """A failure record's line ``searched in vain for <object>: <places>``: the kinds of the
+    places gone to or opened before the goal's object was first held whose answer did not
+    name it (a warning the guide reads as places to try last,
+    :mod:`deltamem.agents.guide.warnings`); ``None`` when there are none."""
+    entities = goal_entities(ep.task.goal)
+    if not entities:
+        return None
+    thing = entities[0]
+    named = re.compile(rf"\b{re.escape(thing)}\b")
+    places: list[str] = []
+    for s in ep.steps:
+        act = abstract_text(s.action).lower()
+        if act.startswith(("take ", "pick up ")) and named.search(act) and not _is_invalid(s):
+            break  # held: the search is over
+        m = _SEARCH.match(act)
+        if (m and not _is_invalid(s) and not named.search(s.observation.lower())
+                and m.group(1) not in places):
+            places.append(m.group(1))
+    return f"searched in vain for {thing}: {', '.join(places[:8])}" if places else None
+
+
+#: answers that mark a step the environment accepted as having had no effect. Older than
+#: :data:`deltamem.text.NO_EFFECT_PHRASES` and without its "nothing happens" (a step marked
+#: valid whose answer is "Nothing happens." is not a pitfall here): kept as it is so that the
+#: banks, and every table built from them, stay what they were.
+_INVALID_HINTS = tuple(p for p in NO_EFFECT_PHRASES if p != "nothing happens")
 
 
 def _is_invalid(step: Step) -> bool:
@@ -456,6 +479,9 @@ class StructuralExtractor:
             for s in ep.steps[-3:]
         ]
         failed_lines = list(dict.fromkeys(failed[:6] + tail))
+        vain = _searched_in_vain(ep)
+        if vain:
+            failed_lines.append(vain)
         if chain:
             known = _chain_lines(chain)
             if all(_strip_number(f) in known for f in failed_lines):

@@ -13,20 +13,26 @@ Each episode, successful or not, is distilled into at most three lessons
   admissible actions never tried (via
   :class:`~deltamem.extract.structural.StructuralExtractor`).
 
-Lessons are embedded by title + description and recalled top-``k`` (default
-3) by cosine with the task goal; warnings are rendered as warnings. Memory
-unit (Table 5): one episode's lesson set.
+Retrieval (``retrieval``): ``query``, the paper's (Ouyang et al., 2025, §3.2: the
+current task's query is embedded and the memory entries of the top-``k`` most similar past
+queries are injected; ``k`` = 1 by default, the paper's best setting): every lesson of an
+episode is keyed by that episode's goal, and the recall is the lesson sets of the ``k``
+best-matching episodes, ties to the earliest. ``items`` is what banks written before
+this setting did: each lesson keyed by its title + description, the top-``k`` lessons
+(``k`` = 3). Lessons from failures are the paper's preventive strategies: they reach the
+agent with role ``warning`` (things to avoid, never steps to follow). Memory unit
+(Table 5): one episode's lesson set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
 
-from deltamem.errors import ExtractionError
+from deltamem.errors import ConfigError, ExtractionError
 from deltamem.extract.structural import StructuralExtractor, _is_invalid, abstract_text
 from deltamem.llm.structured import ask_json
 from deltamem.memories.factory import make_factory
@@ -59,14 +65,19 @@ class ReasoningBankConfig(FlatConfig):
     """ReasoningBank settings.
 
     Attributes:
-        k: lessons recalled per task (top-k by cosine).
+        retrieval: ``query`` (the paper's: lesson sets of the ``k`` past tasks whose goal
+            is most like this one) or ``items`` (the ``k`` lessons whose title and
+            description are most like the goal; banks written before this setting).
+            Fixed when a bank is created (the keys are embedded so).
+        k: past tasks (``query``) or lessons (``items``) recalled per task.
         min_score: lessons scoring below this are not recalled (``None``: no floor).
         max_items: most lessons distilled from one episode (at most 3).
         max_trajectory_chars: trajectory budget of the distillation prompt.
         max_tokens: completion cap of each LLM call.
     """
 
-    k: int = Field(default=3, ge=1, le=20)
+    retrieval: Literal["query", "items"] = "query"
+    k: int = Field(default=1, ge=1, le=20)
     min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
     max_items: int = Field(default=MAX_ITEMS, ge=1, le=MAX_ITEMS)
     max_trajectory_chars: int = Field(default=6000, ge=200)
@@ -122,7 +133,7 @@ class Lesson:
 
     @property
     def key_text(self) -> str:
-        """What is embedded for retrieval: title + description."""
+        """What is embedded for ``retrieval="items"``: title + description."""
         return f"{self.title}\n{self.description}"
 
     def render(self) -> str:
@@ -151,6 +162,15 @@ class ReasoningBank(FlatMemory):
         "situation matches your task; warnings record mistakes made before: do not repeat them."
     )
     config: ReasoningBankConfig
+    #: banks written before ``retrieval`` existed keyed each lesson by its own text
+    legacy_config: ClassVar[Mapping[str, Any]] = {"query_text": "goal", "retrieval": "items"}
+
+    def _check_reopen(self, recorded: Mapping[str, Any], options: Mapping[str, Any]) -> None:
+        if ("retrieval" in options and "retrieval" in recorded
+                and options["retrieval"] != recorded["retrieval"]):
+            raise ConfigError(
+                f"this ReasoningBank bank was built with retrieval={recorded['retrieval']!r}; "
+                f"its keys cannot be read with {options['retrieval']!r} (build a new bank)")
 
     # -- recall ----------------------------------------------------------------------
     def recall(self, task: Task) -> Recall:
@@ -161,10 +181,23 @@ class ReasoningBank(FlatMemory):
             return Recall(details={"matches": []})
         q = emb.embed_queries([self.goal_text(task.goal)])[0]
         scores = cosine(np.stack([i.embedding for i in items]), q)  # type: ignore[misc]
-        order = np.argsort(-scores, kind="stable")[: self.config.k]
         floor = self.config.min_score
-        picked = [(items[j], float(scores[j])) for j in order
-                  if floor is None or scores[j] >= floor]
+        if self.config.retrieval == "items":
+            order = np.argsort(-scores, kind="stable")[: self.config.k]
+            picked = [(items[j], float(scores[j])) for j in order
+                      if floor is None or scores[j] >= floor]
+        else:  # lesson sets of the k best episodes, ties to the earliest
+            best: dict[str, tuple[float, int]] = {}
+            for j, item in enumerate(items):
+                s, first = best.get(item.episode_id, (-np.inf, j))
+                best[item.episode_id] = (max(s, float(scores[j])), first)
+            ranked = sorted(best.items(), key=lambda e: (-e[1][0], e[1][1]))
+            chosen = {ep for ep, (s, _) in ranked[: self.config.k]
+                      if floor is None or s >= floor}
+            picked = [(item, float(scores[j])) for j, item in enumerate(items)
+                      if item.episode_id in chosen]
+            rank = {ep: n for n, (ep, _) in enumerate(ranked)}
+            picked.sort(key=lambda p: rank[p[0].episode_id])
         details = {"matches": [{"id": i.id, "score": s, "tag": i.key} for i, s in picked]}
         if not picked:
             return Recall(details=details)
@@ -239,7 +272,11 @@ class ReasoningBank(FlatMemory):
             plan.changes.append(Change("skipped", self.source,
                                        f"no lesson distilled from this {outcome} episode"))
             return plan
-        vecs = emb.embed_passages([le.key_text for le in lessons])
+        if self.config.retrieval == "query":  # every lesson keyed by its episode's goal
+            key = emb.embed_passages([self.goal_text(episode.task.goal)])[0]
+            vecs = [key] * len(lessons)
+        else:
+            vecs = emb.embed_passages([le.key_text for le in lessons])
         items = [
             Item(system=self.name, kind=KIND, key=le.tag, text=le.render(), payload=le.to_dict(),
                  embedding=vecs[n], episode_id=episode.id)

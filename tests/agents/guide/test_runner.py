@@ -95,7 +95,7 @@ def test_a_guide_runs_the_rule_set_it_is_given_in_order() -> None:
     g = Guide(HEAT_RECALL, HEAT_GOAL)
     assert g.rule_names == GUIDE_RULES == (
         "put-away", "follow", "look-ahead", "return-to-place", "open-closed", "backtrack",
-        "search-unvisited")
+        "search-unvisited", "heed-warnings")
     assert [r.name for r in g.rules] == list(GUIDE_RULES)
     # a blocked step: the default set opens the cabinet before searching elsewhere ...
     here = [*PLACES, "open cabinet 1", "examine cabinet 1"]
@@ -112,7 +112,8 @@ def test_a_guide_runs_the_rule_set_it_is_given_in_order() -> None:
 
 
 @pytest.mark.parametrize("rules", [["follow", "nope"], ["follow", "follow"],
-                                   ["follow", "put-away"], "follow"])
+                                   ["follow", "put-away"], ["heed-warnings", "follow"],
+                                   "follow"])
 def test_a_rule_set_that_cannot_be_run_as_written_is_refused(rules: list[str] | str) -> None:
     with pytest.raises(ConfigError):
         Guide(HEAT_RECALL, HEAT_GOAL, rules=rules)

@@ -117,3 +117,13 @@ def test_learn_is_idempotent_and_bank_persists(tmp_path):
     mem.close()
     again = make_memory("lessons", bank=str(path), embedder=HashingEmbedder(64))
     assert again.stats()["units"] == 1 and again.stats()["last_episode_id"] == "e1"
+
+
+def test_a_failed_episodes_lesson_is_recalled_as_a_warning():
+    mem = LessonMemory.open(embedder=HashingEmbedder(64))
+    assert not mem.config.successes_only
+    mem.learn(make_episode(success=False, episode_id="f"))
+    mem.learn(make_episode(episode_id="s"))
+    roles = {i.id: i.role for i in mem.recall(make_episode().task).items}
+    keys = {i.id: i.key for i in mem.store.items()}
+    assert {keys[i]: r for i, r in roles.items()} == {"failure": "warning", "success": "lesson"}

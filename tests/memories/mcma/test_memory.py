@@ -187,3 +187,10 @@ def test_rebuild_h2_applies_new_cuts_to_a_reopened_bank(tmp_path) -> None:
     (h2,) = fine.store.items(kind="h2set")
     assert len(h2.payload["entries"]) == len(GOALS)  # a cut that joins nothing
     assert h2.payload["cuts"]["success"] == {"cluster": 1e-6, "abstract": 1e-6}
+
+
+def test_a_failures_entries_are_recalled_as_warnings() -> None:
+    mem = _filled(level="h1", top_n=5)
+    failed = make_episode(GOALS[2], episode_id="q").task
+    roles = {i.role for i in mem.recall(failed).items}
+    assert "warning" in roles and "failure" not in roles

@@ -34,7 +34,10 @@ order (:data:`deltamem.envs.base.GUIDE_RULES`):
 4. ``return-to-place``: back to where the procedure does the blocked step;
 5. ``open-closed``: look inside what is closed here;
 6. ``backtrack``: an earlier step retried elsewhere, where the recall saw the object first;
-7. ``search-unvisited``: any place not visited yet.
+7. ``search-unvisited``: any place not visited yet;
+8. ``heed-warnings`` (a ``review`` rule, asked once the advice is chosen): what the recall's
+   warning items name — commands that had no effect, places searched in vain — is left out
+   of the advice while other actions remain (:mod:`~deltamem.agents.guide.warnings`).
 
 Each rule's module (:mod:`deltamem.agents.guide.rules`) says what it does, the failure it
 answers and where it applies. :class:`Advice` carries the hint line (for ``guide=hint``) and
@@ -54,7 +57,7 @@ from deltamem.agents.guide.registry import (
     resolve_rules,
     unregister_rule,
 )
-from deltamem.agents.guide.rule import Decision, Position, Rule
+from deltamem.agents.guide.rule import Decision, Position, Review, Rule
 from deltamem.agents.guide.rules.put_away import TIDYING
 from deltamem.agents.guide.runner import Guide
 from deltamem.agents.guide.steps import recalled_steps
@@ -66,6 +69,7 @@ __all__ = [
     "Decision",
     "Guide",
     "Position",
+    "Review",
     "Rule",
     "abstract_action",
     "belongings",

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from deltamem.agents.guide.rule import SCOPES, Rule
 from deltamem.agents.guide.rules.backtrack import Backtrack
 from deltamem.agents.guide.rules.follow import Follow
+from deltamem.agents.guide.rules.heed_warnings import HeedWarnings
 from deltamem.agents.guide.rules.look_ahead import LookAhead
 from deltamem.agents.guide.rules.open_closed import OpenClosed
 from deltamem.agents.guide.rules.put_away import PutAway
@@ -32,7 +33,7 @@ from deltamem.errors import ConfigError
 __all__ = ["list_rules", "register_rule", "resolve_rules", "unregister_rule"]
 
 _BUILT_IN: tuple[type[Rule], ...] = (PutAway, Follow, LookAhead, ReturnToPlace, OpenClosed,
-                                     Backtrack, SearchUnvisited)
+                                     Backtrack, SearchUnvisited, HeedWarnings)
 _REGISTRY: dict[str, type[Rule]] = {rule.name: rule for rule in _BUILT_IN}
 
 
@@ -47,7 +48,8 @@ def register_rule(rule: type[Rule]) -> type[Rule]:
 
     Raises:
         ConfigError: a name that is not a non-empty stripped str, a scope other than
-            ``recall`` or ``procedure``, no ``advise`` method, or a name already registered.
+            ``recall``, ``procedure`` or ``review``, no ``advise`` method, or a name
+            already registered.
     """
     name = getattr(rule, "name", None)
     if not isinstance(name, str) or not name.strip() or name != name.strip():
@@ -73,8 +75,8 @@ def resolve_rules(names: Sequence[str]) -> tuple[type[Rule], ...]:
 
     Raises:
         ConfigError: ``names`` is a bare string, names a rule twice or one not registered,
-            or lists a ``recall`` rule after a ``procedure`` rule (the ``recall`` rules are
-            asked first, so the order written must be the order asked).
+            or lists the scopes out of order (``recall`` rules, then ``procedure`` rules,
+            then ``review`` rules: the order written must be the order asked).
     """
     if isinstance(names, str):
         raise ConfigError(f"a guide rule set is a sequence of rule names, got {names!r}")
@@ -90,5 +92,7 @@ def resolve_rules(names: Sequence[str]) -> tuple[type[Rule], ...]:
     if scopes != sorted(scopes, key=SCOPES.index):
         raise ConfigError(f"guide rules {list(names)!r}: the recall rules "
                           f"({', '.join(r.name for r in out if r.scope == 'recall')}) "
-                          "must come before the procedure rules")
+                          "must come before the procedure rules, and the review rules "
+                          f"({', '.join(r.name for r in out if r.scope == 'review')}) "
+                          "after them")
     return tuple(out)

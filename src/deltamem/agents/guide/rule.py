@@ -13,12 +13,15 @@ it asks the rules in order, and the first that answers wins:
    best procedure's such advice is the answer when none has actions.
 
 A procedure whose steps are all done gives no advice and asks no rule.
+
+3. then the ``review`` rules, in order, with a :class:`Review` (the decision and the advice
+   chosen): each may narrow the advice's actions (never widen them), and every one is asked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import ClassVar, Literal, Protocol
 
@@ -27,11 +30,12 @@ from deltamem.agents.guide.advice import Advice
 from deltamem.agents.guide.knowledge import alternative_places
 from deltamem.agents.guide.progress import held, walk
 from deltamem.agents.guide.realise import realisations, swap
+from deltamem.agents.guide.warnings import Warnings
 
-__all__ = ["SCOPES", "Decision", "Position", "Rule", "Scope"]
+__all__ = ["SCOPES", "Decision", "Position", "Review", "Rule", "Scope"]
 
-Scope = Literal["recall", "procedure"]
-SCOPES: tuple[Scope, ...] = ("recall", "procedure")
+Scope = Literal["recall", "procedure", "review"]
+SCOPES: tuple[Scope, ...] = ("recall", "procedure", "review")
 
 
 @dataclass(eq=False)
@@ -54,6 +58,8 @@ class Decision:
         known_places: kinds of places where the recall saw an object of the goal's kind.
         absent: ``absent(step)``, whether the thing ``step`` handles occurs in no action
             offered in this episode (:meth:`deltamem.agents.guide.Guide.absent`).
+        warnings: what the recall's warning items say to avoid
+            (:mod:`deltamem.agents.guide.warnings`; default: nothing).
     """
 
     admissible: Sequence[str]
@@ -64,6 +70,19 @@ class Decision:
     homes: Mapping[str, str]
     known_places: frozenset[str]
     absent: Callable[[str], bool]
+    warnings: Warnings = field(default_factory=Warnings, kw_only=True)
+
+
+@dataclass(eq=False)
+class Review(Decision):
+    """A :class:`Decision` with the advice the ``recall`` and ``procedure`` rules chose:
+    what ``review`` rules read.
+
+    Attributes:
+        advice: the advice chosen so far (narrowed by the ``review`` rules asked before).
+    """
+
+    advice: Advice
 
 
 @dataclass(eq=False)
@@ -138,19 +157,24 @@ class Rule(Protocol):
     name: ClassVar[str]
     #: ``"recall"``: asked once per decision with a :class:`Decision`, before any
     #: procedure is followed; ``"procedure"``: asked for each procedure in turn with a
-    #: :class:`Position`. In a rule set the ``recall`` rules come first.
+    #: :class:`Position`; ``"review"``: asked with a :class:`Review` once the advice is
+    #: chosen, to narrow its actions. In a rule set the ``recall`` rules come first, the
+    #: ``review`` rules last.
     scope: ClassVar[Scope]
 
     def advise(self, state: Decision) -> Advice | None:
         """The advice for this decision, or ``None`` to pass (the next rule is asked).
 
         Args:
-            state: the decision; a :class:`Position` for a ``procedure`` rule. A rule reads
-                it and changes it only through its methods (:meth:`Position.reached_at`).
+            state: the decision; a :class:`Position` for a ``procedure`` rule, a
+                :class:`Review` for a ``review`` rule. A rule reads it and changes it only
+                through its methods (:meth:`Position.reached_at`).
 
         Returns:
             An :class:`~deltamem.agents.guide.Advice` whose ``actions`` are admissible
             actions (a subset of ``state.admissible``, in its order) and non-empty: the
-            first rule to answer wins. ``None`` to pass.
+            first ``recall`` or ``procedure`` rule to answer wins; a ``review`` rule's
+            answer (a subset of the reviewed advice's actions) replaces the advice. ``None``
+            to pass.
         """
         ...

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import fields
 
 from deltamem.agents.guide.actions import INVENTORY, STOP, abstract_action, direct_object, head
 from deltamem.agents.guide.actions import words as _words
@@ -18,8 +19,9 @@ from deltamem.agents.guide.knowledge import (
 )
 from deltamem.agents.guide.procedures import procedure_items
 from deltamem.agents.guide.registry import resolve_rules
-from deltamem.agents.guide.rule import Decision, Position, Rule
+from deltamem.agents.guide.rule import Decision, Position, Review, Rule
 from deltamem.agents.guide.steps import recalled_steps
+from deltamem.agents.guide.warnings import read_warnings
 from deltamem.core.residual import compose, edits
 from deltamem.core.triggers import goal_entities
 from deltamem.envs.base import GUIDE_RULES
@@ -59,6 +61,9 @@ class Guide:
         self._absent: dict[str, bool] = {}
         self._belongs = belongings(self.recall_text)  # the put-away rule's knowledge lines
         self._known: frozenset[str] | None = None
+        #: what the recall's warning items say to avoid (the ``review`` rules read it)
+        self.warnings = read_warnings(() if isinstance(recall, str) else
+                                      (i.text for i in recall.items if i.role == "warning"))
 
     def absent(self, step: str) -> bool:
         """Whether the thing ``step`` handles occurs in no action offered so far in this
@@ -154,7 +159,13 @@ class Guide:
         decision = Decision(admissible=admissible, taken=taken,
                             done=frozenset(normalise(a) for a in taken),
                             goal_words=self.goal_words, goal_object=self.goal_object,
-                            homes=homes, known_places=self.known_places(), absent=self.absent)
+                            homes=homes, known_places=self.known_places(), absent=self.absent,
+                            warnings=self.warnings)
+        return self._review(self._answer(decision, filled), decision)
+
+    def _answer(self, decision: Decision, filled: list[tuple[str, list[str]]]) -> Advice:
+        """The first answer of the ``recall`` rules, then of the ``procedure`` rules for
+        each procedure (:meth:`advise`)."""
         for rule in self.rules:
             if rule.scope == "recall":
                 advice = rule.advise(decision)
@@ -169,6 +180,22 @@ class Guide:
                 return advice
             first = first or advice
         return first or Advice(None)
+
+    def _review(self, advice: Advice, decision: Decision) -> Advice:
+        """``advice`` narrowed by every ``review`` rule in turn (an answer that is not a
+        non-empty subset of the actions reviewed is ignored)."""
+        if not advice.actions:
+            return advice
+        for rule in self.rules:
+            if rule.scope != "review":
+                continue
+            state = Review(**{f.name: getattr(decision, f.name) for f in fields(Decision)},
+                           advice=advice)
+            answer = rule.advise(state)
+            if answer is not None and answer.actions and set(answer.actions) <= set(
+                    advice.actions):
+                advice = answer
+        return advice
 
     def _follow(self, steps: list[str], decision: Decision) -> Advice:
         """The ``procedure`` rules' answer for one procedure's filled ``steps``: ``Advice(None)``

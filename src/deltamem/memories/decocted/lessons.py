@@ -359,7 +359,8 @@ class LessonMemory(FlatMemory):
                               for e, s in zip(picked, sel.scores, strict=True)]
         details["quality"] = quality.to_dict()
         text = self.header + "\n\n" + "\n\n".join(e.text for e in picked)
-        items = tuple(RecallItem(self.source, e.id, e.text, s, self.role)
+        items = tuple(RecallItem(self.source, e.id, e.text, s,  # a failure's: a warning
+                                 "warning" if e.key == "failure" else self.role)
                       for e, s in zip(picked, sel.scores, strict=True))
         return Recall(text=text, items=items, details=details)
 

@@ -130,6 +130,12 @@ class MCMAConfig(FlatConfig):
         return self
 
 
+def _role(key: str) -> str:
+    """A recalled entry's role: what a failure taught is a ``warning`` (never followed as
+    steps, :mod:`deltamem.agents.guide.procedures`); a success's keeps its key."""
+    return "warning" if key == "failure" else key
+
+
 def _trajectory_text(goal: str, actions: Sequence[str], success: bool) -> str:
     outcome = "succeeded" if success else "failed"
     lines = [f"Task: {goal} ({outcome}, {len(actions)} useful actions)"]
@@ -213,20 +219,21 @@ class MCMA(FlatMemory):
             top = pool[order[0]]
             raw = h0.get(top.episode_id)
             if raw is not None:
-                shown.append(RecallItem("h0", raw.id, raw.text, best, "trajectory"))
+                shown.append(RecallItem("h0", raw.id, raw.text, best,
+                                        "warning" if raw.key == "failure" else "trajectory"))
             rest = order[1:] if h1 else []
-            shown += [RecallItem("h1", pool[j].id, pool[j].text, float(sims[j]), pool[j].key)
-                      for j in rest[: self.config.top_n - 1]]
+            shown += [RecallItem("h1", pool[j].id, pool[j].text, float(sims[j]),
+                                 _role(pool[j].key)) for j in rest[: self.config.top_n - 1]]
         elif level == 1:
-            shown = [RecallItem("h1", pool[j].id, pool[j].text, float(sims[j]), pool[j].key)
-                     for j in order]
+            shown = [RecallItem("h1", pool[j].id, pool[j].text, float(sims[j]),
+                                _role(pool[j].key)) for j in order]
         else:
             q = self._need_embedder().embed_queries([task.goal.strip()])[0]
             vecs = np.array([e["embedding"] for e in h2], dtype=np.float32)
             scores = cosine(vecs, q)
             pick = sorted(range(len(h2)), key=lambda j: (-scores[j], j))[: self.config.h2_shown]
             shown = [RecallItem("h2", h2[j]["id"], h2[j]["text"], float(scores[j]),
-                                h2[j]["role"]) for j in pick]
+                                _role(h2[j]["role"])) for j in pick]
         details = {"level": level, "best_similarity": best,
                    "matches": [{"id": r.id, "level": r.source, "score": r.score}
                                for r in shown]}
@@ -235,7 +242,8 @@ class MCMA(FlatMemory):
         parts = []
         for r in shown:
             label = {"trajectory": "Trajectory of a near-identical task",
-                     "failure": "Reflection on a failure",
+                     "warning": ("Failed trajectory of a near-identical task" if r.source == "h0"
+                                 else "Reflection on a failure"),
                      "success": "Knowledge"}.get(r.role, "Knowledge")
             parts.append(f"## {label} (level H{r.source[1]})\n{r.text}")
         return Recall(text=self.header + "\n\n" + "\n\n".join(parts), items=tuple(shown),
