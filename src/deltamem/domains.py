@@ -46,6 +46,9 @@ class DomainPreset:
     #: ``edits`` (:class:`~deltamem.extract.structural.StructuralExtractor`), kept for banks
     #: written with them; :data:`SKILL_DELTAS` says where a domain's came from
     skill_deltas: str = "exact"
+    #: D_max of Eq. 5, the depth bound of both trees; :data:`D_MAX` says where a domain's
+    #: came from (the paper's 5 where none is listed)
+    d_max: int = 5
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,19 @@ SKILL_WORDS: dict[str, str] = {
 #: against edits on its development stream, docs/design-notes.md, "Residuals that edit the
 #: chain") and the other domains additions as well.
 SKILL_DELTAS: dict[str, str] = {}
+
+
+#: where a domain's D_max (``DomainPreset.d_max``) came from, when it is not the paper's 5
+#: (§4.1, "D_max = 5"); filled from development streams (docs/design-notes.md, "D_max per
+#: domain")
+D_MAX: dict[str, str] = {}
+
+
+def d_max_source(domain: str, value: int) -> str:
+    """Where ``value`` (a domain's ``d_max``) came from, for the bank's config."""
+    if value != get_domain(domain).d_max:
+        return "set by the user"
+    return D_MAX.get(domain, "the paper's D_max = 5 (§4.1)")
 
 
 def skill_deltas_source(domain: str, value: str) -> str:

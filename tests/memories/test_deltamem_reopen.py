@@ -196,3 +196,36 @@ def test_a_new_bank_names_where_its_residual_form_came_from(tmp_path):
         assert "composition contract" in mem.config.skill_deltas_source
     finally:
         mem.close()
+
+
+def test_d_max_is_the_domains_unless_given_and_is_stored_with_its_source(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from deltamem import domains
+
+    monkeypatch.setitem(domains.DOMAINS, "alfworld",
+                        replace(domains.DOMAINS["alfworld"], d_max=20))
+    monkeypatch.setitem(domains.D_MAX, "alfworld", "a development stream")
+    mem = DeltaMem.open(tmp_path / "deep.db", embedder=H, domain="alfworld")
+    try:
+        assert (mem.config.d_max, mem.config.d_max_source) == (20, "a development stream")
+    finally:
+        mem.close()
+    paper = DeltaMem.open(tmp_path / "paper.db", embedder=H, domain="alfworld", d_max=5)
+    try:
+        assert (paper.config.d_max, paper.config.d_max_source) == (5, "set by the user")
+    finally:
+        paper.close()
+    generic = DeltaMem.open(tmp_path / "generic.db", embedder=H)
+    try:
+        assert generic.config.d_max == 5 and "paper" in generic.config.d_max_source
+    finally:
+        generic.close()
+    _forget(tmp_path / "paper.db", "d_max_source")  # as a bank written before it
+    again = DeltaMem.open(tmp_path / "paper.db", embedder=H)
+    try:
+        assert again.config.d_max == 5 and "before d_max_source" in again.config.d_max_source
+    finally:
+        again.close()
+    with pytest.raises(ConfigError, match="d_max"):
+        DeltaMem.open(tmp_path / "paper.db", embedder=H, d_max=20)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from deltamem.core.payload import TreeName
 from deltamem.domains import (
     DOMAINS,
+    d_max_source,
     default_trigger,
     get_domain,
     skill_deltas_source,
@@ -79,7 +80,10 @@ class DeltaMemConfig(BaseModel):
         consolidation: set False for K_cons = ∞.
         epsilon: failure penalty ε (Eq. 6).
         d_max: maximum depth D_max (Eq. 5), at least 2 (roots have depth 1; with
-            D_max = 1 a warm start would file a delta at the virtual root).
+            D_max = 1 a warm start would file a delta at the virtual root); ``None``: the
+            domain's (:attr:`deltamem.domains.DomainPreset.d_max`; the paper's 5 is
+            ``d_max=5``). Fixed when a bank is created, stored with where it came from
+            (``d_max_source``).
         tie_rule: which node wins an exact tie of Eq. 6 (see :mod:`deltamem.core.tree`):
             ``deepest`` (default: deeper, then newer) or ``bfs`` (as the authors'
             code: first in breadth-first order). The in-store search of a PostgreSQL
@@ -143,7 +147,8 @@ class DeltaMemConfig(BaseModel):
     k_cons: int | None = Field(default=None, ge=1)
     consolidation: bool = True
     epsilon: float = Field(default=0.05, ge=0.0, le=2.0)
-    d_max: int = Field(default=5, ge=2, le=1000)
+    d_max: int | None = Field(default=None, ge=2, le=1000)
+    d_max_source: str = ""
     tie_rule: Literal["bfs", "deepest"] = "deepest"
     use_task_tree: bool = True
     use_env_tree: bool = True
@@ -179,6 +184,9 @@ class DeltaMemConfig(BaseModel):
         update["skill_words"] = words
         update["skill_words_source"] = (self.skill_words_source
                                         or skill_words_source(self.domain, words))
+        d_max = self.d_max or p.d_max
+        update["d_max"] = d_max
+        update["d_max_source"] = self.d_max_source or d_max_source(self.domain, d_max)
         deltas = self.skill_deltas or p.skill_deltas
         update["skill_deltas"] = deltas
         update["skill_deltas_source"] = (self.skill_deltas_source
@@ -210,7 +218,8 @@ def check_bank_config(config: Mapping[str, Any]) -> dict[str, Any]:
     a configuration DeltaMem could not open. Raises :class:`ConfigError` naming the first
     problems."""
     try:
-        return DeltaMemConfig(**config).model_dump()
+        cfg = DeltaMemConfig(**config)
+        return cfg.model_dump() | {"d_max": cfg.d_max or get_domain(cfg.domain).d_max}
     except (ConfigError, ValueError, TypeError) as e:  # pydantic's errors are ValueErrors
         first = str(e).strip().splitlines()
         raise ConfigError(
@@ -268,6 +277,9 @@ def reopen_settings(
         base["skill_deltas"] = "additions"
         base["skill_deltas_source"] = ("a bank written before skill_deltas existed "
                                        "(additions)")
+    if "d_max_source" not in stored and "d_max" in stored:  # written before it existed
+        base["d_max_source"] = (f"a bank written before d_max_source existed "
+                                f"(d_max = {stored['d_max']})")
     if isinstance(config, DeltaMemConfig):
         given = {k: getattr(config, k) for k in config.model_fields_set}
     else:
@@ -275,7 +287,7 @@ def reopen_settings(
     given.update(overrides)
     given = {k: v for k, v in given.items()
              if v is not None and k not in ("tau_source", "skill_words_source",
-                                            "skill_deltas_source")}
+                                            "skill_deltas_source", "d_max_source")}
     for key in BANK_LAYOUT:
         if key in given and given[key] != base.get(key):
             raise ConfigError(
