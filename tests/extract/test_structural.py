@@ -212,3 +212,30 @@ def test_scienceworld_knowledge_maps_items_to_rooms_handled_first():
     # the same episode in another domain is read with the household rules
     other = X.extract("env_root", _sw_episode(), [], "generic")
     assert "thermometer: found in/on kitchen" not in other.procedure
+
+
+def test_household_skills_leave_out_the_search_detours_of_the_agents_own_play():
+    from deltamem.extract.structural import StructuralExtractor
+    from deltamem.testing import make_episode
+
+    played = [("go to microwave 1", "The microwave 1 is closed."),
+              ("open microwave 1", "You open the microwave 1. In it, you see a cup 1."),
+              ("go to drawer 2", "The drawer 2 is closed."),
+              ("open drawer 2", "You open the drawer 2. The drawer 2 is empty."),
+              ("close drawer 2", "You close the drawer 2."),
+              ("go to stoveburner 1", "On the stoveburner 1, you see a pot 1."),
+              ("take pot 1 from stoveburner 1", "You pick up the pot 1."),
+              ("go to fridge 1", "The fridge 1 is closed."),
+              ("cool pot 1 with fridge 1", "You cool the pot 1 using the fridge 1."),
+              ("go to cabinet 1", "The cabinet 1 is closed."),
+              ("open cabinet 1", "You open the cabinet 1."),
+              ("move pot 1 to cabinet 1", "You move the pot 1 to the cabinet 1.")]
+    ep = make_episode("cool some pot and put it in cabinet", actions=played)
+    x = StructuralExtractor()
+    assert x.skill_steps(ep, "alfworld") == [
+        "go to stoveburner", "take {A} from stoveburner", "go to fridge", "cool {A} with fridge",
+        "go to {B}", "open {B}", "move {A} to {B}"]
+    root = x.extract("task_root_success", ep, (), "alfworld")
+    assert "microwave" not in root.procedure and "drawer" not in root.procedure
+    # elsewhere a move is a step of its own (TextWorld's rooms, ScienceWorld's doors)
+    assert "go to microwave" in x.skill_steps(ep, "generic")

@@ -121,6 +121,26 @@ def _split_items(listing: str) -> list[str]:
 
 
 _SEARCH = re.compile(r"^(?:go to|open) (.+)$")
+#: what a household visit does when it only looks: the visit is a detour of the search
+_LOOKING = frozenset({"go", "open", "close", "examine", "look", "inventory"})
+
+
+def _without_detours(actions: Sequence[str]) -> list[str]:
+    """A household episode's actions without its search detours: a visit (``go to X`` and
+    what follows it up to the next ``go to``) that only looked (opened, closed, examined)
+    is left out, unless it is the last. Where the object was found is the Env-Tree's
+    knowledge and the failure record's "searched in vain" line, not a step of the skill: a
+    skill learned from the agent's own play keeps the procedure (go where the object was,
+    take it, ... ), not the tour of the places it was not in."""
+    visits: list[list[str]] = [[]]
+    for a in actions:
+        if a.lower().startswith("go to ") and visits[-1]:
+            visits.append([])
+        visits[-1].append(a)
+    kept = [v for n, v in enumerate(visits)
+            if n == len(visits) - 1 or not v or not v[0].lower().startswith("go to ")
+            or any(a.split()[0].lower() not in _LOOKING for a in v[1:] if a.split())]
+    return [a for v in kept for a in v]
 
 
 def _searched_in_vain(ep: Episode) -> str | None:
@@ -380,10 +400,12 @@ class StructuralExtractor:
         tw = domain == "textworld"
         literal = (self.skill_words or preset.skill_words) == "literal"
         form = self.skill_deltas or preset.skill_deltas
+        household = domain == "alfworld"
         if role == "task_root_success":
-            return self._skill(episode, chain=(), sw=sw, literal=literal)
+            return self._skill(episode, chain=(), sw=sw, literal=literal, detours=household)
         if role == "task_residual_success":
-            return self._skill(episode, chain=chain, sw=sw, literal=literal, form=form)
+            return self._skill(episode, chain=chain, sw=sw, literal=literal, form=form,
+                               detours=household)
         if role == "task_root_failure":
             return self._failure(episode, chain=())
         if role == "task_residual_failure":
@@ -402,15 +424,19 @@ class StructuralExtractor:
         SUCCESS node written from it composes to (Eq. 7, :mod:`deltamem.core.residual`)."""
         preset = get_domain(domain)
         literal = (self.skill_words or preset.skill_words) == "literal"
-        return self._steps(episode, domain == "scienceworld", literal)[0]
+        return self._steps(episode, domain == "scienceworld", literal,
+                           detours=domain == "alfworld")[0]
 
     @staticmethod
-    def _steps(ep: Episode, sw: bool, literal: bool) -> tuple[list[str], _Placeholders]:
+    def _steps(ep: Episode, sw: bool, literal: bool,
+               detours: bool = False) -> tuple[list[str], _Placeholders]:
         if sw:
             valid = [s.action for s in ep.steps if not _sw_noop(s)]
             ph = _Placeholders(ep.task.goal, () if literal else valid, fixed=_SW_TEMPLATE_WORDS)
         else:
             valid = [s.action for s in ep.steps if not _is_invalid(s)]
+            if detours:
+                valid = _without_detours(valid)
             ph = _Placeholders(ep.task.goal, () if literal else valid)
         steps: list[str] = []
         for a in valid:
@@ -420,8 +446,9 @@ class StructuralExtractor:
         return steps[:MAX_STEPS_LISTED], ph
 
     def _skill(self, ep: Episode, chain: Sequence[ChainEntry], sw: bool = False,
-               literal: bool = False, form: str = "exact") -> Payload | None:
-        steps, ph = self._steps(ep, sw, literal)
+               literal: bool = False, form: str = "exact",
+               detours: bool = False) -> Payload | None:
+        steps, ph = self._steps(ep, sw, literal, detours)
         goal = ph.apply(ep.task.goal)
         legend = ph.legend()
         activation = f"Tasks of the form: {goal}" + (f" ({legend})" if legend else "")
