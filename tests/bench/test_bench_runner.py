@@ -503,3 +503,15 @@ def test_a_saved_config_from_before_cue_at_reads_as_the_old_layout(tmp_path: Pat
     with pytest.raises(ConfigError, match="differs in: cue_at"):
         _run(_config(tmp_path, memory="none", episodes=3))
     assert _run(_config(tmp_path, memory="none", episodes=3, cue_at="end")).resumed_from == 2
+
+
+def test_a_run_names_its_guide_rules_and_an_unknown_rule_is_refused(tmp_path: Path) -> None:
+    config = _config(tmp_path, memory="none", episodes=1, guide="prior",
+                     guide_rules=["follow", "heed-warnings"])
+    _run(config)
+    saved = RunConfig.from_json_file(Path(config.run_dir) / "config.json")
+    assert saved.guide_rules == ["follow", "heed-warnings"]
+    with pytest.raises(ValueError, match="unknown guide rule 'nope'"):
+        _config(tmp_path, guide_rules=["nope"])
+    with pytest.raises(ValueError, match="review rules"):
+        _config(tmp_path, guide_rules=["heed-warnings", "follow"])

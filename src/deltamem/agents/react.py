@@ -129,6 +129,8 @@ class ReActAgent:
     repeat_limit: int | None = None
     guide: Literal["off", "hint", "prior"] = "off"
     cue_at: Literal["start", "end"] = "start"
+    #: the guide's rule set by names (``None``: the environment's own)
+    guide_rules: tuple[str, ...] | None = None
 
     def play(self, env: Environment, task: Task, recall: Recall) -> Episode:
         """Play ``task`` (already reset in ``env``) with ``recall`` shown; see the module doc."""
@@ -144,8 +146,10 @@ class ReActAgent:
             raise ConfigError(f"guide must be off, hint or prior, got {self.guide!r}")
         if self.cue_at not in CUE_PLACES:
             raise ConfigError(f"cue_at must be start or end, got {self.cue_at!r}")
-        guide = (Guide(recall, task.goal, rules=getattr(env, "guide_rules", None))
-                 if self.guide != "off" and recall.text else None)  # the domain's rule set
+        rules = (self.guide_rules if self.guide_rules is not None
+                 else getattr(env, "guide_rules", None))  # the domain's rule set by default
+        guide = (Guide(recall, task.goal, rules=rules)
+                 if self.guide != "off" and recall.text else None)
         offered: dict[str, None] = {}
         before = self.llm.usage.snapshot()
         steps: list[Step] = []

@@ -25,10 +25,11 @@ import json
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from deltamem.agents.guide import resolve_rules
 from deltamem.embed.factory import DEFAULT_EMBEDDER
 from deltamem.errors import ConfigError
 
@@ -121,6 +122,10 @@ class RunConfig(BaseModel):
             prompt extends the previous one, so a prompt cache reuses it) or ``end``
             (after the history, the layout before 2026-11-27). A saved ``config.json``
             without the field was written before it existed and reads as ``end``.
+        guide_rules: the guide's rule set by names, in the order asked
+            (:func:`deltamem.agents.guide.resolve_rules`); ``None`` (default): the
+            environment's own (:attr:`deltamem.envs.base.Environment.guide_rules`). An
+            ablation names the default set without one rule (``heed-warnings``, say).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -156,6 +161,13 @@ class RunConfig(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     attempts: int = Field(default=1, ge=1)
     cue_at: Literal["start", "end"] = "start"
+    guide_rules: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _check_guide_rules(self) -> Self:
+        if self.guide_rules is not None:
+            resolve_rules(self.guide_rules)  # ConfigError naming the rule or the order
+        return self
 
     @model_validator(mode="before")
     @classmethod

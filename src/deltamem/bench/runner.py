@@ -184,6 +184,7 @@ class _Session:
             max_steps=config.max_steps, history_chars=config.history_chars,
             repeat_limit=config.repeat_limit, max_listed_actions=config.max_listed_actions,
             guide=config.guide, temperature=config.temperature, cue_at=config.cue_at,
+            guide_rules=None if config.guide_rules is None else tuple(config.guide_rules),
         )
         self.judge: Judge | None = None
         if config.judge is not None:

@@ -129,3 +129,13 @@ def test_the_agent_follows_the_rule_set_its_environment_declares() -> None:
     # chooses (and picks "look"), where the declared default set won without a model call
     assert not success
     assert calls
+
+
+def test_the_agent_can_be_given_a_rule_set_of_its_own() -> None:
+    llm = ScriptedLLM(responder=lambda messages, purpose, choices: choices[-1])  # picks "look"
+    env = KeyRoom()
+    no_follow = tuple(r for r in GUIDE_RULES if r != "follow")
+    agent = ReActAgent(llm, domain="generic", constrained=True, guide="prior",
+                       guide_rules=no_follow)
+    ep = agent.play(env, env.reset("test-0"), Recall(text=KEY_RECALL))
+    assert not ep.success and llm.calls  # as in a domain that declares that set
