@@ -139,3 +139,27 @@ def test_the_agent_can_be_given_a_rule_set_of_its_own() -> None:
                        guide_rules=no_follow)
     ep = agent.play(env, env.reset("test-0"), Recall(text=KEY_RECALL))
     assert not ep.success and llm.calls  # as in a domain that declares that set
+
+
+def test_a_place_the_composition_replaced_is_searched_before_the_rest() -> None:
+    """A delta put "take {A} from countertop" in place of the base's "take {A} from
+    sinkbasin": the chain still recorded the sinkbasin, so when the countertop has no tomato
+    the search goes there before any other place."""
+    from deltamem.types import Recall, RecallItem
+
+    base = ("[Base Skill]\nTrigger: Tasks of the form: put a cool {A} in {B}\nProcedure: "
+            "1. go to sinkbasin\n2. take {A} from sinkbasin\n3. go to fridge\n"
+            "4. cool {A} with fridge\n5. go to {B}\n6. move {A} to {B}")
+    delta = ("[Skill Delta 1]\nTrigger: Variant of the base skill: put a cool {A} in {B}\n"
+             "Procedure: Changes to the base steps:\n- instead of steps 1-2 (\"go to "
+             "sinkbasin\" to \"take {A} from sinkbasin\"):\n1. go to countertop\n"
+             "2. take {A} from countertop")
+    recall = Recall(text=base + "\n\n" + delta, items=(
+        RecallItem("task", "r", base, 0.9, "base"), RecallItem("task", "d", delta, 0.9, "delta")))
+    g = Guide(recall, "put a cool tomato in microwave")
+    here = ["go to cabinet 1", "go to cabinet 2", "go to countertop 1", "go to drawer 1",
+            "go to fridge 1", "go to sinkbasin 1", "look"]
+    advice = g.advise(here, ["go to countertop 1"], here)
+    assert advice.actions == ("go to sinkbasin 1",)
+    followed = g.steps(set(), g.procedures[0])
+    assert followed[:2] == ["go to countertop", "take tomato from countertop"]

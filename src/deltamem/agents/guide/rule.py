@@ -99,24 +99,30 @@ class Position(Decision):
         subs: the stand-ins, ``{recalled word: the word put in its place}``.
         named: the words of the steps done (``steps[:k]`` as walked): they stand in for no
             other recalled word.
+        variants: the filled steps of the procedure's chain items that its composition
+            replaced (a delta's "instead of" puts its steps in place of its chain's: the
+            chain still recorded the replaced ones, e.g. the place the base found the
+            object): read for :attr:`other_places`, never followed.
     """
 
     steps: list[str]
     k: int
     subs: dict[str, str]
     named: frozenset[str]
+    variants: tuple[str, ...] = ()
 
     @classmethod
-    def locate(cls, steps: Sequence[str], decision: Decision) -> Position:
+    def locate(cls, steps: Sequence[str], decision: Decision,
+               variants: Sequence[str] = ()) -> Position:
         """Where the actions taken put the procedure of filled ``steps`` (the pointer may
-        be ``len(steps)``: every step done)."""
+        be ``len(steps)``: every step done); ``variants``: :attr:`variants`."""
         k, _, subs = walk(steps, decision.taken, decision.goal_words, decision.absent)
         moved = [*steps[:k], *(swap(s, subs) for s in steps[k:])]
         named = frozenset(w for s in moved[:k] for w in abstract_action(s).split())
         while k < len(moved) and held(moved[k], decision.admissible, decision.goal_words):
             k += 1  # "pick up X" with X already held: done
         return cls(**{f.name: getattr(decision, f.name) for f in fields(Decision)},
-                   steps=moved, k=k, subs=subs, named=named)
+                   steps=moved, k=k, subs=subs, named=named, variants=tuple(variants))
 
     @property
     def step(self) -> str:
@@ -138,9 +144,11 @@ class Position(Decision):
 
     @cached_property
     def other_places(self) -> frozenset[str]:
-        """Places where the procedure does the step aimed at elsewhere, the known places
-        left out (:func:`~deltamem.agents.guide.knowledge.alternative_places`)."""
-        return alternative_places(self.steps, self.k, self.goal_words) - self.known_places
+        """Places where the procedure, or a chain item its composition replaced
+        (:attr:`variants`), does the step aimed at elsewhere, the known places left out
+        (:func:`~deltamem.agents.guide.knowledge.alternative_places`)."""
+        return (alternative_places([*self.steps, *self.variants], self.k, self.goal_words)
+                - self.known_places)
 
 
 class Rule(Protocol):

@@ -61,6 +61,7 @@ class Guide:
         self._absent: dict[str, bool] = {}
         self._belongs = belongings(self.recall_text)  # the put-away rule's knowledge lines
         self._known: frozenset[str] | None = None
+        self._variants: dict[str, list[str]] = {}  # procedure text -> its items' steps
         #: what the recall's warning items say to avoid (the ``review`` rules read it)
         self.warnings = read_warnings(() if isinstance(recall, str) else
                                       (i.text for i in recall.items if i.role == "warning"))
@@ -121,8 +122,20 @@ class Guide:
                 g[n] = e._replace(steps=tuple(
                     x for s in e.steps for x in recalled_steps(f"1. {s}", recalled_verbs)))
         own = [goal_bindings(part, self.goal, recalled_verbs, self.compounds) for part in parts]
+        composed = compose(list(zip(groups, raws, strict=True)))
+        self._variants[text] = [
+            examples(fill(s, {**chain, **own[n]}), text, self._seen)
+            for n, raw in enumerate(raws) if groups[n] is None for s in raw
+        ] + [examples(fill(s, {**chain, **own[n]}), text, self._seen)
+             for n, g in enumerate(groups) for e in (g or ()) for s in e.steps]
         return [examples(fill(s, {**chain, **own[n]}), text, self._seen)
-                for n, s in compose(list(zip(groups, raws, strict=True)))]
+                for n, s in composed]
+
+    def variants(self, text: str) -> list[str]:
+        """The filled steps of every item of procedure ``text``'s chain (a base's, a delta's),
+        as :meth:`steps` last read them; a step the composition kept is among them too
+        (:attr:`~deltamem.agents.guide.Position.variants`)."""
+        return self._variants.get(text, [])
 
     def advise(self, admissible: Sequence[str], taken: Sequence[str],
                offered: Iterable[str] = (), refused: Iterable[str] = ()) -> Advice:
@@ -172,10 +185,10 @@ class Guide:
                 if advice is not None:
                     return advice
         first: Advice | None = None
-        for _text, steps in filled:
+        for text, steps in filled:
             if not steps:
                 continue
-            advice = self._follow(steps, decision)
+            advice = self._follow(steps, decision, self.variants(text))
             if advice.actions:
                 return advice
             first = first or advice
@@ -197,10 +210,11 @@ class Guide:
                 advice = answer
         return advice
 
-    def _follow(self, steps: list[str], decision: Decision) -> Advice:
+    def _follow(self, steps: list[str], decision: Decision,
+                variants: Sequence[str] = ()) -> Advice:
         """The ``procedure`` rules' answer for one procedure's filled ``steps``: ``Advice(None)``
         when every step is done, the pointed step without actions when every rule passes."""
-        position = Position.locate(steps, decision)
+        position = Position.locate(steps, decision, variants)
         if position.k >= len(position.steps):
             return Advice(None)
         for rule in self.rules:
