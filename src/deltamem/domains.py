@@ -124,11 +124,19 @@ SKILL_WORDS: dict[str, str] = {
 
 
 #: where a domain's residual form (``DomainPreset.skill_deltas``) came from, when a domain
-#: differs from the default; every domain writes exact deltas since issue 47 (the composition
-#: contract of :mod:`deltamem.core.residual`). Before it, ScienceWorld wrote additions (chosen
-#: against edits on its development stream, docs/design-notes.md, "Residuals that edit the
-#: chain") and the other domains additions as well.
-SKILL_DELTAS: dict[str, str] = {}
+#: differs from the default: every other domain writes exact deltas since issue 47 (the
+#: composition contract of :mod:`deltamem.core.residual`); ScienceWorld keeps additions, which
+#: its development stream chose (docs/design-notes.md, "Residuals that compose").
+SKILL_DELTAS: dict[str, str] = {
+    "scienceworld": (
+        "measured (issue 29) on the development stream, split seen, 54 variations, seed 0, "
+        "40 expert demonstrations, model-free policy with the prior guide: additions won 11 "
+        "(score 59.8), edits 5 (50.1); an edited chain keeps only the last demonstration's "
+        "thing and route (find-living-thing 7 -> 0 of 7), where additions keep every "
+        "demonstration's as alternatives. Additions are written against the chain's SUCCESS "
+        "entries only (issue 47), so no step of the episode is lost to a failure's text"
+    ),
+}
 
 
 #: where a domain's D_max (``DomainPreset.d_max``) came from, when it is not the paper's 5
@@ -225,6 +233,7 @@ DOMAINS: dict[str, DomainPreset] = {
     ),
     "scienceworld": DomainPreset(
         "scienceworld", 0.82, 0.82, 3,
+        skill_deltas="additions",
         task_trigger="abstract",
         header="Memory recalled from earlier science experiments:\n"
         "* Task skills: HOW this kind of experiment was done (action sequence, where each item "

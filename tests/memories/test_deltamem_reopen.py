@@ -190,12 +190,18 @@ def test_the_registry_gives_the_bank_an_extractor_with_its_own_settings():
 
 
 def test_a_new_bank_names_where_its_residual_form_came_from(tmp_path):
-    mem = DeltaMem.open(tmp_path / "sw.db", embedder=H, domain="scienceworld")
+    mem = DeltaMem.open(tmp_path / "hh.db", embedder=H, domain="alfworld")
     try:
         assert mem.config.skill_deltas == "exact"
         assert "composition contract" in mem.config.skill_deltas_source
     finally:
         mem.close()
+    sw = DeltaMem.open(tmp_path / "sw.db", embedder=H, domain="scienceworld")
+    try:
+        assert sw.config.skill_deltas == "additions"
+        assert "development stream" in sw.config.skill_deltas_source
+    finally:
+        sw.close()
 
 
 def test_d_max_is_the_domains_unless_given_and_is_stored_with_its_source(tmp_path, monkeypatch):

@@ -457,8 +457,8 @@ class StructuralExtractor:
         where = [ph.apply(f) for f in _sw_item_rooms(ep)] if sw else []
         if chain and form == "exact":
             return self._exact(chain, steps, goal, activation, termination, where)
-        if chain:
-            known = _chain_lines(chain)
+        if chain:  # against the chain's SUCCESS entries: a failure record holds no steps
+            known = _success_lines(chain)
             groups = _edit_groups(chain_steps(chain), steps) if form == "edits" else None
             if groups:  # the episode did something else where the chain has steps
                 return Payload(
