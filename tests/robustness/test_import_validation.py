@@ -97,7 +97,8 @@ CASES = {
     "unknown parent": (lambda: mutated(residual={"parent_id": "nobody"}),
                        "is not an earlier node"),
     "wrong depth": (lambda: mutated(residual={"depth": 3}), "its parent's is 1"),
-    "deeper than D_max": (lambda: mutated(residual={"depth": 6}), "D_max"),
+    "deeper than D_max": (lambda: mutated(residual={
+        "depth": check_bank_config({"domain": "alfworld"})["d_max"] + 1}), "D_max"),
     "ROOT with a parent": (lambda: mutated(node={"parent_id": EXPORT[NODES[1]]["id"]}),
                            "is a ROOT but has parent"),
     "RESIDUAL without parent": (lambda: mutated(residual={"parent_id": None}),
