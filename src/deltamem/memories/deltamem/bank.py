@@ -58,6 +58,10 @@ class BankView:
         self.config = config
         self.dim = dim
         self.trees: dict[TreeName, ResidualTree] = {}
+        #: bumped by every reload that re-read anything (a write by this process or another,
+        #: a removal): what is derived from the trees and cached (rendered recalls,
+        #: :class:`~deltamem.memories.deltamem.render.RecallCache`) is valid for one value
+        self.generation = 0
         self._version = -1
         self._max_seq = 0
 
@@ -75,6 +79,7 @@ class BankView:
         v = self.store.version()
         if v == self._version and self.trees and not force:
             return
+        self.generation += 1
         if self.trees and touched is not None and v == self._version:
             self._load_new()
             for node_id in touched:
