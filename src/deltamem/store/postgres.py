@@ -271,6 +271,9 @@ class PostgresStore(SQLTreeStore):
         self.url = parse_url(url, bank=bank, index=index)
         self.bank = self.url.bank
         self.index: IndexMode = self.url.index
+        #: ``search="auto"`` uses :meth:`match` only behind the HNSW indexes: with the exact
+        #: scan the in-process trees give the same node without two queries per recall
+        self.search_first = self.index == "hnsw"
         self.schema = schema_name(self.bank)
         self.path = self.url.display
         self.readonly = readonly
