@@ -278,6 +278,11 @@ class PostgresStore(SQLTreeStore):
         self.path = self.url.display
         self.readonly = readonly
         self._lock_id = _lock_key(self.schema)
+        #: ``(version before, version after)`` of this connection's last committed write:
+        #: a reader whose view was at the first and now reads the second knows that no
+        #: other connection committed in between (the bank view then re-reads only what
+        #: its own write touched instead of every node's state)
+        self.own_commit: tuple[int, int] | None = None
         self._lock = threading.RLock()
         self._in_tx = False
         self._dirty = False
@@ -414,14 +419,18 @@ class PostgresStore(SQLTreeStore):
                 except StoreError as e:
                     raise StoreError(f"cannot lock memory bank {self.path}: {e}") from e
                 yield
+                bumped = None
                 if self._dirty:
-                    self._exec("UPDATE write_state SET version = version + 1")
+                    bumped = int(self._exec("UPDATE write_state SET version = version + 1 "
+                                            "RETURNING version").fetchone()[0])
             except BaseException:
                 with suppress(Exception):  # a broken connection: the first error matters
                     self._conn.execute("ROLLBACK")
                 raise
             else:
                 self._exec("COMMIT")
+                if bumped is not None:
+                    self.own_commit = (bumped - 1, bumped)
             finally:
                 self._in_tx = False
                 self._dirty = False

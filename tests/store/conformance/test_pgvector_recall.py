@@ -296,3 +296,28 @@ def test_a_postgres_recall_scans_in_one_place_only(pg_bank, monkeypatch, search,
     r = mem.recall(make_episode(GOALS[0]).task)
     assert r.details["task"]["accepted"] and r.text
     mem.close()
+
+
+def test_a_learn_rereads_only_what_it_touched_unless_another_process_wrote(pg_bank):
+    loc = pg_bank()
+    cfg = {"domain": "alfworld"}
+    a, b = open_mem(loc, cfg), open_mem(loc, cfg)
+    a.learn(make_episode(GOALS[0], episode_id="a0"))
+    full: list[int] = []
+    states = a.store.node_states
+
+    def counted() -> Any:
+        full.append(1)
+        return states()
+
+    a.store.node_states = counted  # type: ignore[method-assign]
+    ep = make_episode(GOALS[0], episode_id="a1")
+    a.learn(ep, a.recall(ep.task))
+    assert full == [] and a.store.own_commit is not None  # its own commit: no full re-read
+    b.learn(make_episode(GOALS[1], episode_id="b0"))
+    ep = make_episode(GOALS[0], episode_id="a2")
+    a.learn(ep, a.recall(ep.task))
+    assert full == [1]  # b committed since: every node's state read once
+    assert _shape(a) == _shape(open_mem(loc, cfg))
+    a.close()
+    b.close()
