@@ -75,7 +75,8 @@ class BankView:
         append-only (ordered by ``seq``), so only rows past the last seen ``seq`` are
         loaded. Hit counts and consolidation flags: when no other connection committed
         since the last reload, only the ``touched`` nodes are re-read; otherwise all are,
-        from one narrow query. A node removed (``prune``, by any process) makes the bank load afresh.
+        from one narrow query. A node removed (``prune``, by any process) makes the bank
+        load afresh.
         """
         v = self.store.version()
         if v == self._version and self.trees and not force:
