@@ -119,10 +119,12 @@ GEMV_ONE_THREAD = 409_600
 one dot per row. OpenBLAS runs a matrix-vector product on one thread below 460,800
 elements (``115200 × GEMM_MULTITHREAD_THRESHOLD``); at these sizes its kernel is ~25 %
 faster than the per-row dots (1k × 384: 22 µs against 29 µs)."""
-DETAILS_CACHE = 4096
+DETAILS_CACHE = 2048
 """Nodes whose text a tree with a ``details`` source keeps after reading or adding them
-(least recently used first out; ~0.5–2 KB each with real payloads, so a few MiB). 512 made a
-recall at 1k nodes read half its chains from SQLite (``benchmarks/peers.py``)."""
+(least recently used first out; ~0.5–1.5 KB each with household payloads, so 1–3 MiB a
+tree, bounded whatever the bank's size: a service keeping 64 banks open holds at most
+~0.4 GiB of text). 512 made a recall at 1k nodes read half its chains from SQLite
+(``benchmarks/peers.py``)."""
 UNIT_SLACK = 1e-6
 """|‖e‖² − 1| below which a vector counts as unit length, so the float32 filter skips the
 scaling by its norm (the tolerance absorbs the difference; module doc, Scores)."""
