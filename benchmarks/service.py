@@ -4,15 +4,18 @@ the same calls in process.
 Per backend, first in process (:class:`deltamem.DeltaMem` opened on a fresh bank of that
 backend, the service's embedder and settings): ``--learns`` learns of distinct episodes
 (the bank growing from empty), then ``--recalls`` recalls. Then over HTTP (``deltamem
-serve``'s app with uvicorn in a background thread on 127.0.0.1, one client, each call
-timed end to end: request sent → JSON parsed) on another fresh bank: the same learns
+serve`` on 127.0.0.1 in its own process, or with ``--server thread`` its app with uvicorn in
+a background thread of this process; one client, each call timed end to end: request sent →
+JSON parsed) on another fresh bank: the same learns
 (learn-only), the same recalls (recall-only), then ``--recalls`` mixed rounds (a recall,
 then the learn of a new episode handed that recall, as an agent's loop does). Prints per
 row p50 and p99 in ms, calls per second (calls ÷ the wall time of the phase) and the p50 ÷
 the in-process p50 of the same operation and backend; and the bank size reached. The
 embedder is ``hashing:256`` by default so the figures are the service + storage cost;
-``--embedder minilm`` adds the model's time. Client and server share one process (and
-its GIL): a separate client process sees the server's cost with less of the client's.
+``--embedder minilm`` adds the model's time. With ``--server thread`` client and server
+share one interpreter and its GIL: on a busy machine each hand-over between the client's,
+the event loop's and the worker's threads can wait a switch interval (5 ms), which the
+separate process does not.
 
     python benchmarks/service.py [--learns 300] [--recalls 300] [--embedder hashing:256]
         [--pg-url postgresql://…]   # default: $DELTAMEM_TEST_PG_URL; PostgreSQL skipped if unset
@@ -26,7 +29,8 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -34,6 +38,7 @@ import httpx
 from deltamem.embed.factory import make_embedder
 from deltamem.server.app import create_app
 from deltamem.server.background import running
+from deltamem.server.replicas import start_replicas, stop_replicas, write_key_file
 from deltamem.service.keys import KeyRing
 from deltamem.testing import make_episode
 
@@ -105,13 +110,32 @@ def in_process(storage: str, label: str, args: argparse.Namespace) -> dict[str, 
     return {"learn": learn, "recall": recall, "units": units}
 
 
+@contextmanager
+def serving(storage: str, args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """The service's base URL and an API key of tenant ``bench``: a ``deltamem serve``
+    process (``--server process``) or the app in a thread of this process (``thread``)."""
+    if args.server == "thread":
+        app = create_app(storage, embedder=make_embedder(args.embedder),
+                         keys=KeyRing.from_keys({"bench-key": "bench"}),
+                         config={"domain": "alfworld"})
+        with running(app) as url:
+            yield url, "bench-key"
+        return
+    with tempfile.TemporaryDirectory(prefix="deltamem-bench-keys-") as work:
+        keys = os.path.join(work, "keys.json")
+        key = write_key_file(keys, "bench")
+        replicas = start_replicas(storage, 1, keys=keys, embedder=args.embedder,
+                                  log_dir=work)
+        try:
+            yield replicas[0].url, key
+        finally:
+            stop_replicas(replicas)
+
+
 def bench(storage: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
-    app = create_app(storage, embedder=make_embedder(args.embedder),
-                     keys=KeyRing.from_keys({"bench-key": "bench"}),
-                     config={"domain": "alfworld"})
     bank = "b" + uuid.uuid4().hex[:8]
-    with running(app) as url, httpx.Client(
-        base_url=f"{url}/v1/banks/{bank}", headers={"X-API-Key": "bench-key"}, timeout=60
+    with serving(storage, args) as (url, key), httpx.Client(
+        base_url=f"{url}/v1/banks/{bank}", headers={"X-API-Key": key}, timeout=60
     ) as http:
 
         def post(path: str, body: dict[str, Any]) -> Any:
@@ -150,6 +174,8 @@ def main() -> None:
     ap.add_argument("--recalls", type=int, default=300)
     ap.add_argument("--embedder", default="hashing:256")
     ap.add_argument("--pg-url", default=os.environ.get("DELTAMEM_TEST_PG_URL", ""))
+    ap.add_argument("--server", choices=["process", "thread"], default="process",
+                    help="a `deltamem serve` process (default) or the app in a thread here")
     args = ap.parse_args()
     backends = [(tempfile.mkdtemp(prefix="deltamem-bench-"), "sqlite")]
     if args.pg_url:
@@ -160,7 +186,8 @@ def main() -> None:
     for storage, label in backends:
         rows.append((label, in_process(storage, label, args), bench(storage, label, args)))
     print(f"embedder {args.embedder}, {args.learns} learns then {args.recalls} recalls, "
-          f"then {args.recalls} × (recall + learn) over HTTP; one client; latency in ms; "
+          f"then {args.recalls} × (recall + learn) over HTTP; one client; server in a "
+          f"{args.server}; latency in ms; "
           f"{os.getloadavg()[0]:.1f} load at the end")
     print("| backend | where | operation | bank units | p50 | p99 | calls/s | p50 ÷ in process |")
     print("|---|---|---|---|---|---|---|---|")
