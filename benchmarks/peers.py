@@ -226,14 +226,23 @@ def deltamem_tree(data: Data, tmp: Path) -> System:
 
 
 class VectorEmbedder:
-    """A deltamem embedder that returns the vector registered for a text (no model)."""
+    """A deltamem embedder that returns the vector registered for a text (no model).
+
+    ``table`` maps a text to its vector as a (1, d) row, normalised when registered
+    (:meth:`register`), so a lookup of one text costs no arithmetic: embedding time is
+    excluded here as for every peer (each is handed its vectors ready)."""
 
     def __init__(self, dim: int) -> None:
         self.name, self.dim = f"peers-{dim}", dim
         self.table: dict[str, np.ndarray] = {}
 
+    def register(self, text: str, vec: np.ndarray) -> None:
+        self.table[text] = normalize_rows(np.asarray(vec, dtype=np.float32).reshape(1, -1))
+
     def embed_queries(self, texts: Any) -> np.ndarray:
-        return normalize_rows(np.stack([self.table[t] for t in texts]))
+        if len(texts) == 1:
+            return self.table[texts[0]]
+        return np.concatenate([self.table[t] for t in texts])
 
     embed_passages = embed_queries
 
@@ -259,7 +268,7 @@ def deltamem_library(data: Data, tmp: Path) -> System:
             t = Task(id=f"{kind}-{i}", goal=f"find the {tag(i)} {kind} item", domain="generic")
             text = mem.queries(t)["task"]
             assert text not in emb.table, f"two tasks embed the same text {text!r}"
-            emb.table[text] = v
+            emb.register(text, v)
             out.append(t)
         return out
 

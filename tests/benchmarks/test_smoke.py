@@ -162,8 +162,11 @@ def test_guide(tmp_path: Path) -> None:
 def test_service(tmp_path: Path) -> None:
     need("fastapi", "uvicorn", "httpx")
     out = run("service.py", "--learns", "5", "--recalls", "5", cwd=tmp_path)
-    assert "| backend | bank units | learn p50 | learn p95 | recall p50 | recall p95 |" in out
-    assert table_rows(out, "sqlite")
+    assert "| backend | where | operation | bank units | p50 | p99 | calls/s |" in out
+    rows = table_rows(out, "sqlite")
+    assert [(r[1], r[2]) for r in rows] == [
+        ("in process", "learn"), ("in process", "recall"), ("HTTP", "learn"),
+        ("HTTP", "recall"), ("HTTP", "mixed")]
 
 
 def test_replicas(tmp_path: Path) -> None:

@@ -265,7 +265,10 @@ def test_nodes_read_back_are_the_nodes_added_with_or_without_a_details_source():
         assert [n.id for n in t.children(None)] == [n.id for n in nodes if n.parent is None]
 
 
-def test_scoring_and_state_read_no_text_and_chains_are_cached():
+def test_scoring_and_state_read_no_text_and_chains_are_cached(monkeypatch):
+    import deltamem.core.tree as tree_mod
+
+    monkeypatch.setattr(tree_mod, "DETAILS_CACHE", 4)  # keeps the last 4 nodes added
     nodes = _random_tree_nodes()
     src = Source(nodes)
     t = ResidualTree("task", 16, nodes, details=src)
@@ -286,9 +289,19 @@ def test_scoring_and_state_read_no_text_and_chains_are_cached():
     assert got.payload == nodes[3].payload and got.last_used == nodes[3].last_used
 
 
-def test_a_node_its_source_no_longer_has_is_a_clear_error():
+def test_a_tree_keeps_the_text_of_the_nodes_added_up_to_its_cache():
+    nodes = _random_tree_nodes()
+    src = Source(nodes)
+    t = ResidualTree("task", 16, nodes, details=src)
+    assert all(_same(a, b) for a, b in zip([t.get(n.id) for n in nodes], nodes, strict=True))
+    assert src.asked == []  # a bank opened with a few thousand nodes reads no text again
+
+
+def test_a_node_its_source_no_longer_has_is_a_clear_error(monkeypatch):
+    import deltamem.core.tree as tree_mod
     from deltamem.errors import StoreError
 
+    monkeypatch.setattr(tree_mod, "DETAILS_CACHE", 0)  # no text kept: every read asks
     nodes = _random_tree_nodes(5)
     src = Source(nodes)
     t = ResidualTree("task", 16, nodes, details=src)

@@ -80,7 +80,11 @@ Memory. Per node the tree keeps its row of the matrix (4·d bytes), ~60 bytes
 of columns and its id: ~1.1× the float32 matrix at d = 384. A node's text
 (trigger, payload) and provenance are kept only when the tree has no
 ``details`` source; a tree opened on a bank is given one (the store) and
-reads them when a chain is recalled, keeping the last :data:`DETAILS_CACHE`.
+reads them when a chain is recalled, keeping the last :data:`DETAILS_CACHE` nodes read or
+added (a node's text never changes, so the cache needs no invalidation; a node removed from
+the bank is removed with its tree). Nodes added from a bank being opened keep their text
+too (it was read anyway): on a bank of up to :data:`DETAILS_CACHE` nodes a recall reads
+no text from the store.
 Arrays grow by doubling but only their used rows are ever written, so the
 unused capacity is never resident.
 
@@ -115,8 +119,12 @@ GEMV_ONE_THREAD = 409_600
 one dot per row. OpenBLAS runs a matrix-vector product on one thread below 460,800
 elements (``115200 × GEMM_MULTITHREAD_THRESHOLD``); at these sizes its kernel is ~25 %
 faster than the per-row dots (1k × 384: 22 µs against 29 µs)."""
-DETAILS_CACHE = 512
-"""Nodes whose text a tree with a ``details`` source keeps after reading them."""
+DETAILS_CACHE = 2048
+"""Nodes whose text a tree with a ``details`` source keeps after reading or adding them
+(least recently used first out; ~0.5–1.5 KB each with household payloads, so 1–3 MiB a
+tree, bounded whatever the bank's size: a service keeping 64 banks open holds at most
+~0.4 GiB of text). 512 made a recall at 1k nodes read half its chains from SQLite
+(``benchmarks/peers.py``)."""
 UNIT_SLACK = 1e-6
 """|‖e‖² − 1| below which a vector counts as unit length, so the float32 filter skips the
 scaling by its norm (the tolerance absorbs the difference; module doc, Scores)."""
@@ -441,6 +449,10 @@ class ResidualTree:
         self._ids.append(node.id)
         if self._held is not None:
             self._held.append(_Details.of(node))
+        else:
+            self._cache[node.id] = _Details.of(node)
+            if len(self._cache) > DETAILS_CACHE:
+                self._cache.popitem(last=False)
         self._n = n + 1
         self._views()
         self._set_state(n, node.success_hits, node.consolidated, node.failure_hits,

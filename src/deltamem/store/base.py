@@ -160,8 +160,12 @@ class SearchStore(Protocol):
     of the stored float32 components, minus ``epsilon`` for FAILURE nodes), accepted
     iff score ≥ ``tau``.
     An approximate index may narrow the candidates (the store documents when).
-    :class:`~deltamem.memories.deltamem.DeltaMem` uses it when ``search`` is
-    ``auto`` or ``store``.
+    :class:`~deltamem.memories.deltamem.DeltaMem` uses it when ``search`` is ``store``,
+    and with ``auto`` when ``search_first`` is true (an index that spares the scan of every
+    node; otherwise the in-process scan of the trees DeltaMem holds anyway gives the same
+    node without the round trips).
     """
+
+    search_first: bool
 
     def match(self, tree: str, query: np.ndarray, tau: float, epsilon: float) -> BestNode: ...

@@ -432,11 +432,14 @@ class SQLTreeStore(SQLLedger):
     def touch(self, node_ids: Iterable[str], used_at: int) -> None:
         """Record that ``node_ids`` were used by the learn whose episode number (the learned
         ledger's size once it is counted) is ``used_at``; a later use is never undone."""
+        ids = list(dict.fromkeys(node_ids))
         with self.transaction():
-            for node_id in dict.fromkeys(node_ids):
+            for lo in range(0, len(ids), 500):  # one statement per 500 nodes (a chain: one)
+                chunk = ids[lo : lo + 500]
                 changed = self._run(
-                    "UPDATE nodes SET last_used = ? WHERE id = ? AND last_used < ?",
-                    (int(used_at), node_id, int(used_at)),
+                    "UPDATE nodes SET last_used = ? WHERE last_used < ? AND id IN "
+                    f"({', '.join('?' * len(chunk))})",
+                    (int(used_at), int(used_at), *chunk),
                 )
                 self._wrote(changed > 0)
 

@@ -1,4 +1,5 @@
-"""DeltaMem on PostgreSQL searches with pgvector (``search="auto"``) and gets the in-process result.
+"""DeltaMem on PostgreSQL searching with pgvector (``search="store"``; ``auto`` behind HNSW)
+gets the in-process result.
 
 Random learn sequences over a small vocabulary, so triggers repeat exactly (identical
 embeddings: ties between a node, its residuals and the root consolidated from it), with
@@ -122,8 +123,8 @@ def test_store_search_equals_in_process_search(pg_bank, seed):
     rng = random.Random(seed)
     cfg = config(rng)
     loc = pg_bank()
-    in_db = open_mem(loc, cfg)
-    assert in_db.store_search is in_db.store and in_db.config.search == "auto"
+    in_db = open_mem(loc, cfg, search="store")
+    assert in_db.store_search is in_db.store
     for ep in episodes(rng, 24):
         in_db.learn(ep)
     local = open_mem(loc, cfg, search="exact")
@@ -152,7 +153,7 @@ def test_store_search_equals_in_process_search(pg_bank, seed):
 def test_failure_nodes_are_matched_with_the_exact_penalty(pg_bank):
     loc = pg_bank()
     cfg = {"domain": "alfworld", "tau_task": 0.5, "tau_env": 0.5, "epsilon": 0.05}
-    mem = open_mem(loc, cfg)
+    mem = open_mem(loc, cfg, search="store")
     mem.learn(make_episode(GOALS[0], scene=SCENES[0], success=False, episode_id="f1"))
     task = Task(id="q", goal=GOALS[0], scene=SCENES[0], domain="alfworld")
     got = mem.match(task)
@@ -191,13 +192,15 @@ def _shape(mem: DeltaMem) -> list[tuple[Any, ...]]:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_same_learns_give_the_same_recalls_on_sqlite_and_postgres(pg_bank, tmp_path, seed):
+@pytest.mark.parametrize(("seed", "search"), [(s, "store") for s in range(6)]
+                         + [(s, "auto") for s in range(2)])
+def test_same_learns_give_the_same_recalls_on_sqlite_and_postgres(pg_bank, tmp_path, seed,
+                                                                  search):
     rng = random.Random(100 + seed)
     cfg = config(rng)
     lite = open_mem(str(tmp_path / "bank.db"), cfg)
-    pg = open_mem(pg_bank(), cfg)
-    assert lite.store_search is None and pg.store_search is not None
+    pg = open_mem(pg_bank(), cfg, search=search)
+    assert lite.store_search is None and (pg.store_search is not None) == (search == "store")
     for ep in episodes(rng, 24):
         r_lite, r_pg = lite.recall(ep.task), pg.recall(ep.task)
         k_lite, k_pg = _key_map(lite), _key_map(pg)
@@ -229,7 +232,7 @@ class _CommitFirst:
 
 def test_a_node_committed_elsewhere_is_recalled_and_learned_under(pg_bank):
     loc = pg_bank()
-    cfg = {"domain": "alfworld", "tau_task": 0.6, "tau_env": 0.6}
+    cfg = {"domain": "alfworld", "tau_task": 0.6, "tau_env": 0.6, "search": "store"}
     a, b = open_mem(loc, cfg), open_mem(loc, cfg)
     a.stats()  # a's trees are loaded (empty) before b writes
     first = make_episode(GOALS[0], scene=SCENES[0], episode_id="by-b")
@@ -268,22 +271,53 @@ def test_search_modes_by_backend(pg_bank, tmp_path):
     with pytest.raises(ConfigError, match="search='store'"):
         DeltaMem.open(tmp_path / "c.db", embedder=H, search="store")
     loc = pg_bank()
-    for search, in_store in (("auto", True), ("store", True), ("exact", False)):
+    # auto: the database's search only behind an index (the exact scan runs in-process)
+    for search, in_store in (("auto", False), ("store", True), ("exact", False)):
         mem = DeltaMem.open(loc, embedder=H, search=search)
         assert (mem.store_search is not None) == in_store
         mem.close()
+    mem = DeltaMem.open(pg_bank("hnsw"), embedder=H)
+    assert mem.store_search is mem.store
+    mem.close()
 
 
-def test_auto_search_on_postgres_does_not_scan_the_in_process_trees(pg_bank, monkeypatch):
+@pytest.mark.parametrize(("search", "in_store"), [("store", True), ("auto", False)])
+def test_a_postgres_recall_scans_in_one_place_only(pg_bank, monkeypatch, search, in_store):
     from deltamem.core.tree import ResidualTree
+    from deltamem.store.postgres import PostgresStore
 
-    mem = open_mem(pg_bank(), {"domain": "alfworld"})
+    mem = open_mem(pg_bank(), {"domain": "alfworld"}, search=search)
     mem.learn(make_episode(GOALS[0], episode_id="e0"))
 
     def refuse(*_: Any, **__: Any) -> BestNode:
-        raise AssertionError("in-process search used")
+        raise AssertionError("the other search was used")
 
-    monkeypatch.setattr(ResidualTree, "match", refuse)
+    monkeypatch.setattr(ResidualTree if in_store else PostgresStore, "match", refuse)
     r = mem.recall(make_episode(GOALS[0]).task)
     assert r.details["task"]["accepted"] and r.text
     mem.close()
+
+
+def test_a_learn_rereads_only_what_it_touched_unless_another_process_wrote(pg_bank):
+    loc = pg_bank()
+    cfg = {"domain": "alfworld"}
+    a, b = open_mem(loc, cfg), open_mem(loc, cfg)
+    a.learn(make_episode(GOALS[0], episode_id="a0"))
+    full: list[int] = []
+    states = a.store.node_states
+
+    def counted() -> Any:
+        full.append(1)
+        return states()
+
+    a.store.node_states = counted  # type: ignore[method-assign]
+    ep = make_episode(GOALS[0], episode_id="a1")
+    a.learn(ep, a.recall(ep.task))
+    assert full == [] and a.store.own_commit is not None  # its own commit: no full re-read
+    b.learn(make_episode(GOALS[1], episode_id="b0"))
+    ep = make_episode(GOALS[0], episode_id="a2")
+    a.learn(ep, a.recall(ep.task))
+    assert full == [1]  # b committed since: every node's state read once
+    assert _shape(a) == _shape(open_mem(loc, cfg))
+    a.close()
+    b.close()

@@ -58,6 +58,10 @@ class BankView:
         self.config = config
         self.dim = dim
         self.trees: dict[TreeName, ResidualTree] = {}
+        #: bumped by every reload that re-read anything (a write by this process or another,
+        #: a removal): what is derived from the trees and cached (rendered recalls,
+        #: :class:`~deltamem.memories.deltamem.render.RecallCache`) is valid for one value
+        self.generation = 0
         self._version = -1
         self._max_seq = 0
 
@@ -65,23 +69,31 @@ class BankView:
         """Bring both trees up to date with the store, incrementally.
 
         ``PRAGMA data_version`` tells when another connection committed; our own commits
-        do not change it, so a learn calls this with ``force=True`` and ``touched``, the
-        nodes whose hits or flags its transaction changed. Nodes are append-only (ordered
-        by ``seq``), so only rows past the last seen ``seq`` are loaded. Hit counts and
-        consolidation flags: when no other connection committed since the last reload, only
-        the ``touched`` nodes are re-read; otherwise all are, from one narrow query. A node
-        removed (``prune``, by any process) makes the bank load afresh.
+        do not change it (a PostgreSQL bank's counter does, and the store says which value
+        its own last commit wrote), so a learn calls this with ``force=True`` and
+        ``touched``, the nodes whose hits or flags its transaction changed. Nodes are
+        append-only (ordered by ``seq``), so only rows past the last seen ``seq`` are
+        loaded. Hit counts and consolidation flags: when no other connection committed
+        since the last reload, only the ``touched`` nodes are re-read; otherwise all are,
+        from one narrow query. A node removed (``prune``, by any process) makes the bank
+        load afresh.
         """
         v = self.store.version()
         if v == self._version and self.trees and not force:
             return
-        if self.trees and touched is not None and v == self._version:
+        self.generation += 1
+        # only this connection wrote since the last reload: SQLite's data_version does not
+        # move on its own commits; PostgreSQL's counter moves by one, which the store
+        # reports as its own commit (``own_commit``)
+        own = v == self._version or getattr(self.store, "own_commit", None) == (self._version, v)
+        if self.trees and touched is not None and own:
             self._load_new()
             for node_id in touched:
                 for t in self.trees.values():
                     if node_id in t:
                         hits, cons = self.store.node_state(node_id)
                         t.set_state(node_id, hits, cons, self.store.node_failures(node_id))
+            self._version = v
             return
         if not self.trees:
             self._load_all()

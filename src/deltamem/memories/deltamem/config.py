@@ -93,9 +93,12 @@ class DeltaMemConfig(BaseModel):
         search: where and how Eq. 6 is computed (see
             :meth:`~deltamem.memories.deltamem.DeltaMem.match`):
 
-            * ``auto`` (default): in the store when it offers a search of its own
-              (:class:`~deltamem.store.base.SearchStore`: a ``postgresql://`` bank,
-              pgvector), else in-process ``exact`` (every SQLite bank);
+            * ``auto`` (default): in the store when its search spares the scan of every
+              node (:class:`~deltamem.store.base.SearchStore` with ``search_first``: a
+              ``postgresql://…?index=hnsw`` bank, pgvector's HNSW indexes), else
+              in-process ``exact`` (every SQLite bank, and a PostgreSQL bank with the
+              exact scan: the same result as the database's scan, without its two
+              queries per recall);
             * ``exact``: in-process, scanning every node, whatever the store;
             * ``ann``: in-process, candidates from an approximate index (optional extra
               ``deltamem[ann]``; see :mod:`deltamem.core.ann`), with the failure penalty
@@ -103,8 +106,8 @@ class DeltaMemConfig(BaseModel):
             * ``store``: in the store, and a :class:`ConfigError` when the store has no
               search (SQLite).
 
-            ``auto``/``store`` on PostgreSQL give exactly the in-process ``exact``
-            result (same node, score, acceptance, ties) unless the bank URL asks for
+            ``store`` on PostgreSQL gives exactly the in-process ``exact`` result
+            (same node, score, acceptance, ties) unless the bank URL asks for
             ``index=hnsw``, which is approximate like ``ann``.
         synchronous: commit durability of a SQLite bank (see
             :mod:`deltamem.store.sqlite`). ``full`` (default): every ``learn()``

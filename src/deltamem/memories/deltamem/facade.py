@@ -114,6 +114,8 @@ class DeltaMem(BankedMemory):
         #: the trees, kept in step with the store
         self.bank = BankView(store, self.config, self.dim)
         self.bank.reload()
+        #: rendered recalls of this bank view (:class:`render.RecallCache`)
+        self.recalls = render.RecallCache(self.bank, self.config)
 
     @classmethod
     def open(
@@ -168,9 +170,11 @@ class DeltaMem(BankedMemory):
         With ``supersede``, Env-Tree knowledge lines a deeper (newer) node contradicts are
         left out (``details["env"]["superseded"]`` lists them); with
         ``max_recall_tokens``, chains are cut to fit (``details["budget"]``). Items are the
-        nodes shown, in prompt order (:func:`render.render`).
+        nodes shown, in prompt order (:func:`render.render`). A recall that shows the same
+        chains as an earlier one since the bank last changed is not rendered again
+        (:class:`render.RecallCache`).
         """
-        return render.render(search.found(self.bank, self.match(task)), self.config)
+        return self.recalls.recall(self.match(task))
 
     # -- learn (§3.2, §3.4, §3.5): the hooks of BankedMemory.learn ---------------------------
     def learn(self, episode: Episode, recall: Recall | None = None) -> Changes:

@@ -14,22 +14,38 @@ base skill stays: :func:`~deltamem.core.forgetting.fit_budget`).
 by the analysis code and the service) hold per tree the match's ``node_id``, ``score``,
 ``tau``, ``accepted`` and ``chain`` (plus ``superseded`` when lines were left out), and
 ``budget`` when a budget applies.
+
+:class:`RecallCache` keeps rendered recalls by the nodes they show, for one generation of
+the bank view (:attr:`~deltamem.memories.deltamem.bank.BankView.generation`: any reload that
+re-read the store, after a write by this process or another, empties it). A recall that
+shows the same chains as one before it then costs the scan and a few dicts: the chain's
+text is neither read nor rendered again (at 1k nodes the rendering and text reads were
+three times the scan, ``benchmarks/peers.py``). The text shown depends only on the chains'
+nodes (their text never changes) and the configuration (fixed per open); scores and the
+unaccepted trees' best nodes are filled in per call.
 """
 
 from __future__ import annotations
 
+import copy
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from deltamem.core.forgetting import fit_budget, supersede
 from deltamem.core.payload import ChainEntry, TreeName, render_chain
-from deltamem.core.tree import Node
+from deltamem.core.tree import BestNode, Node
 from deltamem.domains import get_domain
+from deltamem.memories.deltamem.bank import BankView
 from deltamem.memories.deltamem.config import DeltaMemConfig
-from deltamem.memories.deltamem.search import Found
+from deltamem.memories.deltamem.search import Found, found
 from deltamem.types import Recall, RecallItem
 
-__all__ = ["render"]
+__all__ = ["RECALL_CACHE", "RecallCache", "render"]
+
+RECALL_CACHE = 1024
+"""Rendered recalls a :class:`RecallCache` keeps (least recently used first out)."""
 
 _TITLES = {"task": "Task skill memory", "env": "Environment knowledge memory"}
 
@@ -105,3 +121,78 @@ def _text(header: str, entries: Mapping[str, Sequence[ChainEntry]],
                  "chain left out: recall budget]" if later else "")
         sections.append(f"## {_TITLES[tree]}\n{left}{body}{right}")
     return header + "\n\n" + "\n\n".join(sections) if sections else ""
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    """A rendered recall without what varies between recalls of the same chains: per tree
+    the details' fixed keys (``chain``, ``superseded``), the items (the matched node's score
+    left out: ``matched`` holds the positions of the items that carry it) and the top-level
+    ``budget``. ``nested``: a detail holds more than the chain (copied deeply per recall)."""
+
+    text: str
+    items: tuple[RecallItem, ...]
+    matched: tuple[int, ...]
+    fixed: Mapping[str, Mapping[str, Any]]
+    budget: Mapping[str, Any] | None
+    nested: bool
+
+    @classmethod
+    def of(cls, rec: Recall) -> _Rendered:
+        fixed = {t: {k: v for k, v in d.items()
+                     if k not in ("node_id", "score", "tau", "accepted")}
+                 for t, d in rec.details.items() if t != "budget"}
+        matched = tuple(i for i, it in enumerate(rec.items) if it.score is not None)
+        items = tuple(RecallItem(it.source, it.id, it.text, None, it.role) for it in rec.items)
+        budget = rec.details.get("budget")
+        nested = any(k != "chain" for d in fixed.values() for k in d)
+        return cls(rec.text, items, matched, fixed, budget, nested)
+
+    def recall(self, best: Mapping[TreeName, BestNode]) -> Recall:
+        details: dict[str, Any] = {}
+        fixed = self.fixed
+        for t, b in best.items():
+            details[t] = {"node_id": b.node_id, "score": b.score, "tau": b.tau,
+                          "accepted": b.accepted, "chain": list(fixed[t]["chain"])}
+            if self.nested:
+                details[t].update({k: copy.deepcopy(v) for k, v in fixed[t].items()
+                                   if k != "chain"})
+        if self.budget is not None:
+            details["budget"] = copy.deepcopy(self.budget)
+        items = self.items
+        if self.matched:
+            out = list(items)
+            for i in self.matched:
+                it = items[i]
+                out[i] = RecallItem(it.source, it.id, it.text, best[it.source].score, it.role)
+            items = tuple(out)
+        return Recall(text=self.text, items=items, details=details)
+
+
+class RecallCache:
+    """Rendered recalls of one bank view by the node each tree accepted (module doc)."""
+
+    def __init__(self, bank: BankView, config: DeltaMemConfig, size: int = RECALL_CACHE) -> None:
+        self.bank = bank
+        self.config = config
+        self.size = size
+        self._generation = -1
+        self._entries: OrderedDict[tuple[tuple[str, str | None], ...], _Rendered] = OrderedDict()
+
+    def recall(self, best: Mapping[TreeName, BestNode]) -> Recall:
+        """The recall of ``best`` (each enabled tree's match on the bank view, as
+        :func:`~deltamem.memories.deltamem.search.match` returns it): :func:`render` of
+        its chains, or the same recall from the cache."""
+        if self.bank.generation != self._generation:
+            self._entries.clear()
+            self._generation = self.bank.generation
+        key = tuple((t, b.node_id if b.accepted else None) for t, b in best.items())
+        hit = self._entries.get(key)
+        if hit is not None:
+            self._entries.move_to_end(key)
+            return hit.recall(best)
+        rec = render(found(self.bank, best), self.config)
+        self._entries[key] = _Rendered.of(rec)
+        if len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        return rec

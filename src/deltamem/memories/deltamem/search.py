@@ -56,9 +56,14 @@ def queries(task: Task, config: DeltaMemConfig) -> dict[TreeName, str]:
 
 
 def store_search(store: Store, config: DeltaMemConfig) -> SearchStore | None:
-    """The store's Eq. 6 search when ``config.search`` uses it (``auto``/``store`` on a
-    store that offers one, with ``tie_rule='deepest'`` and no standing penalty), else
-    ``None`` (in-process). :class:`ConfigError` for ``search='store'`` without one."""
+    """The store's Eq. 6 search when ``config.search`` uses it, else ``None`` (in-process):
+    ``store`` on a store that offers one (with ``tie_rule='deepest'`` and no standing
+    penalty), ``auto`` when the store also says its search should come first
+    (:attr:`SearchStore.search_first`: a PostgreSQL bank with ``index=hnsw``). A
+    PostgreSQL bank with the exact scan searches in-process under ``auto``: the same node
+    and score as the database's scan, without two queries per recall (the service
+    profile, ``docs/performance.md``). :class:`ConfigError` for ``search='store'``
+    without one."""
     offers = (isinstance(store, SearchStore) and config.tie_rule == "deepest"
               and not config.failure_weight)
     if config.search == "store" and not offers:
@@ -68,7 +73,8 @@ def store_search(store: Store, config: DeltaMemConfig) -> SearchStore | None:
             f"tie_rule={config.tie_rule!r}, failure_weight="
             f"{config.failure_weight:g} has none: use search='auto' or 'exact'"
         )
-    if offers and config.search in ("auto", "store"):
+    if offers and (config.search == "store" or (
+            config.search == "auto" and getattr(store, "search_first", False))):
         return store  # type: ignore[return-value]  # offers: a SearchStore
     return None
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, HTTPException, Request, Response
 from fastapi import Path as PathParam
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
 
 from deltamem.service import models as m
 from deltamem.service.keys import KeyRing
 from deltamem.service.tenants import LOCAL_TENANT, TenantBanks
 
-__all__ = ["ERRORS", "WRITE_ERRORS", "BankName", "Service", "Tenant"]
+__all__ = ["ERRORS", "WRITE_ERRORS", "BankName", "Service", "Tenant", "json_response"]
 
 BankName = Annotated[
     str, PathParam(pattern=m.BANK_PATTERN, description="Bank name (unique per tenant).")
@@ -29,12 +30,17 @@ WRITE_ERRORS: dict[int | str, dict[str, Any]] = {**ERRORS, 403: {"model": m.Erro
 """… and of one that writes (a read-only service answers 403)."""
 
 
-def _tenant(
+async def _tenant(
     request: Request,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     header: Annotated[str | None, Depends(_header)],
 ) -> str:
-    """The tenant of the request's API key (401 when missing or unknown)."""
+    """The tenant of the request's API key (401 when missing or unknown).
+
+    ``async`` (it never blocks: a hash and a few comparisons), like :func:`_service`, so
+    FastAPI runs it on the event loop instead of handing it to a worker thread: a thread
+    hop per dependency cost ~0.1–1 ms a request on a busy machine (the service profile,
+    ``docs/performance.md``)."""
     keys: KeyRing | None = request.app.state.keys
     if keys is None:
         return LOCAL_TENANT
@@ -49,8 +55,17 @@ def _tenant(
     return name
 
 
-def _service(request: Request) -> TenantBanks:
+async def _service(request: Request) -> TenantBanks:
     return request.app.state.service  # type: ignore[no-any-return]
+
+
+def json_response(model: BaseModel) -> Response:
+    """``model`` as the JSON response, serialised where the route runs (its worker thread).
+
+    A route declares its ``response_model`` (the OpenAPI schema) and returns this: FastAPI
+    then sends it as is, where returning the model would make it validate the model again
+    against the same class and serialise it on another worker thread."""
+    return Response(model.model_dump_json(), media_type="application/json")
 
 
 Tenant = Annotated[str, Depends(_tenant)]
