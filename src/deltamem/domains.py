@@ -124,10 +124,18 @@ SKILL_WORDS: dict[str, str] = {
 
 
 #: where a domain's residual form (``DomainPreset.skill_deltas``) came from, when a domain
-#: differs from the default: every other domain writes exact deltas since issue 47 (the
-#: composition contract of :mod:`deltamem.core.residual`); ScienceWorld keeps additions, which
-#: its development stream chose (docs/design-notes.md, "Residuals that compose").
+#: differs from the default: the household and generic domains write exact deltas since
+#: issue 47 (the composition contract of :mod:`deltamem.core.residual`); ScienceWorld and
+#: TextWorld keep additions, which their development streams chose (docs/design-notes.md,
+#: "Residuals that compose").
 SKILL_DELTAS: dict[str, str] = {
+    "textworld": (
+        "measured (issue 47) on the development stream, Cleaning difficulty 1, seed 1, 20 "
+        "expert demonstrations, 30 unseen houses frozen, model-free policy with the prior "
+        "guide: additions scored 42.2, exact deltas 5.6: each house puts other things away, "
+        "and an exact chain keeps only the last house's placements where additions keep "
+        "every house's"
+    ),
     "scienceworld": (
         "measured (issue 29) on the development stream, split seen, 54 variations, seed 0, "
         "40 expert demonstrations, model-free policy with the prior guide: additions won 11 "
@@ -254,7 +262,7 @@ DOMAINS: dict[str, DomainPreset] = {
         "Before your first action, say in one thought how you adapt the base example.",
     ),
     "textworld": DomainPreset("textworld", 0.80, 0.85, 3, _GENERIC_HEADER,
-                              skill_words="literal"),
+                              skill_words="literal", skill_deltas="additions"),
     "generic": DomainPreset("generic", 0.80, 0.85, 3, _GENERIC_HEADER),
 }
 

@@ -128,13 +128,15 @@ def test_unknown_skill_deltas_are_refused():
 EXACT = StructuralExtractor(skill_deltas="exact")
 
 
-def test_exact_is_every_domains_default_but_scienceworlds():
-    """ScienceWorld keeps additions, which its development stream chose (every
-    demonstration's thing and route stay in the chain, the episode's steps among them)."""
+def test_exact_is_the_default_but_where_a_development_stream_chose_additions():
+    """ScienceWorld and TextWorld keep additions, which their development streams chose
+    (every demonstration's thing, route or placements stay in the chain, the episode's steps
+    among them)."""
     assert {n for n, p in domains.DOMAINS.items() if p.skill_deltas != "exact"} == \
-        {"scienceworld"}
-    assert domains.DOMAINS["scienceworld"].skill_deltas == "additions"
-    assert "development stream" in domains.skill_deltas_source("scienceworld", "additions")
+        {"scienceworld", "textworld"}
+    for name in ("scienceworld", "textworld"):
+        assert domains.DOMAINS[name].skill_deltas == "additions"
+        assert "development stream" in domains.skill_deltas_source(name, "additions")
     chain = _chain(EXACT, MELT, FREEZE)
     assert chain_steps(chain) == _steps(FREEZE)
 
