@@ -80,6 +80,12 @@ def run(
         typer.Option(min=1, help="Play every evaluated game this many times, each attempt "
                      "from a fresh bank (needs --temperature above 0; default: 1).")
     ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, max=256, help="Play this many episodes at once where they are "
+                     "independent (phases that never learn, e.g. frozen); for API models. "
+                     "Learning stays in stream order (default: 1).")
+    ] = None,
     option: opts.MemoryOptions = None,
     env_option: Annotated[list[str] | None, opts.ENV_OPTIONS()] = None,
     judge: Annotated[
@@ -119,6 +125,7 @@ def run(
         repeat_limit=repeat_limit,
         temperature=temperature,
         attempts=attempts,
+        concurrency=concurrency,
         judge=judge,
         memory_options=parse_options(option) if option else None,
         env_options=parse_options(env_option) if env_option else None,
