@@ -454,3 +454,11 @@ def test_robustness_probes(tmp_path: Path) -> None:
     out = run("robustness_probes.py", cwd=tmp_path, timeout=900)
     assert out.startswith("| item | probe | outcome |")
     assert len([line for line in out.splitlines() if line.startswith("| ")]) > 20
+
+
+def test_concurrency_smoke(tmp_path):
+    out = run("concurrency.py", "--smoke", "--storm", "--out", str(tmp_path / "c"), cwd=tmp_path)
+    assert "same games as N=1" in out and "NO" not in out.split("same games as N=1")[1]
+    rows = json.loads((tmp_path / "c" / "results.json").read_text())["rows"]
+    assert [r["n"] for r in rows] == [1, 2, 2] and rows[-1]["served_429"] > 0
+    assert all(r["same_as_n1"] and r["games"] == 4 for r in rows)

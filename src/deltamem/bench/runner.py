@@ -22,7 +22,8 @@ Protocols (paper §4.1, §4.3):
   so agreement can be computed from ``episodes.jsonl``.
 * Concurrency (``concurrency`` N > 1): a phase that never learns (``frozen``, the online
   protocol's ``frozen``) plays its episodes N at a time, each worker thread with its own
-  environment (``env_factory``, or the config's environment spec) and its own handle on the
+  environment (``env_factory``, or the config's environment spec; built and reset one at a
+  time, the steps run freely) and its own handle on the
   read-only bank; the records are appended in stream order as they complete, each with the
   usage its own thread counted (:meth:`~deltamem.llm.base.BaseLLM.metered`). Learning
   phases play one episode after another. A crash keeps every record written in order.
@@ -88,6 +89,11 @@ from deltamem.types import Episode, Recall, Task
 __all__ = ["run"]
 
 log = logging.getLogger(__name__)
+
+_ENV_SETUP = threading.Lock()
+"""Held while a worker builds or resets its environment: some environments parse their
+games with a parser that is not thread-safe (TextWorld's PDDL grammar, under the household
+world). Steps run unlocked."""
 
 JUDGE_CACHE_FILE = "judge-cache.jsonl"
 """The record/replay cache of an LLM judge with a model of its own."""
@@ -337,7 +343,8 @@ class _Session:
             env: Environment | None = None
             memory: Memory | None = None
             try:
-                env = factory()
+                with _ENV_SETUP:
+                    env = factory()
                 memory = self._open_memory(phase)
                 while not stop.is_set():
                     try:
@@ -396,7 +403,8 @@ class _Session:
         metered = getattr(self.llm, "metered")  # noqa: B009 - checked by _parallel
         with metered() as usage:
             task_id = phase.task_ids[index - phase.start]
-            task = env.reset(task_id)
+            with _ENV_SETUP:
+                task = env.reset(task_id)
             recall = memory.recall(task)
             policy = self._policy(phase)
             played = self._play(policy, memory, task, recall, env=env, display=Display("off"))
