@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("extract", frozenset({"extract", "judge"})),
     # the memory contract (Memory, the episode recorder, the registry in memories/), the
     # memory systems, what copies their banks, the fakes and checks that test them
-    ("memory", frozenset({"memory", "recorder", "memories", "portable", "testing"})),
+    ("memory", frozenset({"memory", "recorder", "memories", "portable", "skills", "testing"})),
     # the training of a memory's model (the MCMA copilot, its GGUF export): beside the
     # memories, above them; the memory loads a trained model by an LLM spec, not an import
     ("training", frozenset({"training"})),
