@@ -37,13 +37,20 @@ from typing import Any
 VOLATILE = ("wall_s", "episode_id", "usage")
 
 
+def env_options(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """The household world generates each game on first use into ``cache_dir``; without
+    one every environment (each worker's) would generate it again in a folder of its own."""
+    return {"cache_dir": str(out / "games")} if args.env == "household" else {}
+
+
 def build(args: argparse.Namespace, out: Path) -> Path:
     """The bank every N starts from: demonstrations of the training games."""
     from deltamem.bench import RunConfig, run
 
     run_dir = out / "build"
     shutil.rmtree(run_dir, ignore_errors=True)
-    run(RunConfig(run_dir=run_dir, env=args.env, split="train", episodes=args.train_games,
+    run(RunConfig(run_dir=run_dir, env=args.env, env_options=env_options(args, out),
+                  split="train", episodes=args.train_games,
                   agent="expert", memory="deltamem", embedder=args.embedder,
                   extractor="structural", llm="scripted", max_steps=args.max_steps),
         progress=False)
@@ -54,7 +61,8 @@ def config(run_dir: Path, n: int, args: argparse.Namespace, url: str, bank: Path
     from deltamem.bench import RunConfig
 
     return RunConfig(
-        run_dir=run_dir, env=args.env, split=args.split, episodes=args.games, frozen=True,
+        run_dir=run_dir, env=args.env, env_options=env_options(args, run_dir.parent),
+        split=args.split, episodes=args.games, frozen=True,
         init_bank=bank, memory="deltamem", embedder=args.embedder, extractor="structural",
         constrained=True, guide="prior", max_steps=args.max_steps,
         llm="openai:scripted-policy", concurrency=n,
@@ -136,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{time.perf_counter() - t0:.0f} s (not in the times below)")
     t0 = time.perf_counter()
     one(max(ns), argparse.Namespace(**{**vars(args), "delay": 0.0}), out, False, bank, "warmup")
-    print(f"warm-up (every game generated once, no delay, untimed): "
+    print(f"warm-up (every game generated once into the shared game cache, no delay, "
+          f"untimed): "
           f"{time.perf_counter() - t0:.0f} s")
     print(f"{'N':>3} {'storm':>5} {'wall s':>8} {'speed-up':>8} {'wins':>5} {'calls':>6} "
           f"{'429s':>5} {'retries':>7}  same games as N=1")

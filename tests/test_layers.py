@@ -30,7 +30,8 @@ PACKAGE = "deltamem"
 #: the layers, lowest first: ``(layer, top-level parts of the package)``; ``""`` is the
 #: package's own ``__init__`` (the public facade, which re-exports from every layer)
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("ground", frozenset({"errors", "paths", "seeding", "text", "types", "version"})),
+    ("ground", frozenset({"errors", "paths", "seeding", "telemetry", "text", "types",
+                          "version"})),
     # pure: the residual tree, triggers and retrieval maths; the domain presets (data)
     ("core", frozenset({"core", "domains"})),
     # the edges of the system: models, storage, environments, prompt files

@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from deltamem import telemetry
 from deltamem.core.payload import Payload
 from deltamem.core.tree import Node
 from deltamem.embed.base import Embedder
@@ -420,35 +421,45 @@ def import_skills(source: str | Path, bank: str | Path, *, embedder: Embedder,
     is_new = not str(bank).startswith("postgresql") and not Path(bank).exists()
     mem = DeltaMem.open(bank, embedder=embedder, **(kwargs if is_new else {}))
     try:
-        texts = [s.trigger for s in skills] + [f.trigger or f.warning for s in skills
-                                               for f in s.failures]
-        vecs = np.asarray(embedder.embed_passages(texts), dtype=np.float32) if texts else []
-        k = len(skills)
-        with mem.store.transaction():
-            for i, s in enumerate(skills):
-                root = mem.store.insert_node(Node(
-                    id=new_id(), tree="task", kind="ROOT", label="SUCCESS", parent=None,
-                    depth=1, trigger=s.trigger, embedding=vecs[i],
-                    payload=Payload(s.activation or s.trigger, numbered(s.steps),
-                                    s.termination),
-                    origin="imported", created_at=time.time(),
-                ))
-                report.node_ids.append(root.id)
-                report.skills += 1
-                for f in s.failures:
-                    mem.store.insert_node(Node(
-                        id=new_id(), tree="task", kind="RESIDUAL", label="FAILURE",
-                        parent=root.id, depth=2, trigger=f.trigger or f.warning,
-                        embedding=vecs[k], payload=Payload(f.warning, "", ""),
-                        origin="imported", created_at=time.time(),
-                    ))
-                    k += 1
-                    report.failures += 1
-                mem.store.add_audit(**_audit(root, s, src))
-        mem.bank.reload(force=True)
+        with telemetry.memory_span("create_memory", system="deltamem",
+                                   store=Path(str(bank)).name,
+                                   attributes={"deltamem.import.format": "skills"}) as span:
+            _insert(mem, skills, embedder, src, report)
+            telemetry.set_attributes(span, {"gen_ai.memory.record.count":
+                                            report.skills + report.failures})
     finally:
         mem.close()
     return report
+
+
+def _insert(mem: Any, skills: Sequence[Skill], embedder: Embedder, src: Path,
+            report: SkillImport) -> None:
+    """Write ``skills`` into ``mem``'s Task-Tree in one transaction (module doc)."""
+    texts = [s.trigger for s in skills] + [f.trigger or f.warning for s in skills
+                                           for f in s.failures]
+    vecs = np.asarray(embedder.embed_passages(texts), dtype=np.float32) if texts else []
+    k = len(skills)
+    with mem.store.transaction():
+        for i, s in enumerate(skills):
+            root = mem.store.insert_node(Node(
+                id=new_id(), tree="task", kind="ROOT", label="SUCCESS", parent=None,
+                depth=1, trigger=s.trigger, embedding=vecs[i],
+                payload=Payload(s.activation or s.trigger, numbered(s.steps), s.termination),
+                origin="imported", created_at=time.time(),
+            ))
+            report.node_ids.append(root.id)
+            report.skills += 1
+            for f in s.failures:
+                mem.store.insert_node(Node(
+                    id=new_id(), tree="task", kind="RESIDUAL", label="FAILURE",
+                    parent=root.id, depth=2, trigger=f.trigger or f.warning,
+                    embedding=vecs[k], payload=Payload(f.warning, "", ""),
+                    origin="imported", created_at=time.time(),
+                ))
+                k += 1
+                report.failures += 1
+            mem.store.add_audit(**_audit(root, s, src))
+    mem.bank.reload(force=True)
 
 
 def _audit(root: Node, skill: Skill, src: Path) -> dict[str, Any]:

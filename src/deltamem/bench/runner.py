@@ -52,6 +52,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from deltamem import telemetry
 from deltamem.agents.expert import ExpertAgent, expert_budget, parse_expert_spec
 from deltamem.agents.react import ReActAgent
 from deltamem.bench.config import RunConfig
@@ -401,19 +402,22 @@ class _Session:
         worker's): its record, task, recall text and steps, as :meth:`_episode` writes them."""
         t0 = time.perf_counter()
         metered = getattr(self.llm, "metered")  # noqa: B009 - checked by _parallel
-        with metered() as usage:
-            task_id = phase.task_ids[index - phase.start]
-            with _ENV_SETUP:
-                task = env.reset(task_id)
-            recall = memory.recall(task)
-            policy = self._policy(phase)
-            played = self._play(policy, memory, task, recall, env=env, display=Display("off"))
-        record = _record(index, phase, task_id, policy, played, recall)
-        if self.config.attempts > 1 and phase.name != "build":
-            record["attempt"] = phase.attempt
-        record.update(learned=False, changes=[])
-        record.update(usage=usage.to_dict(), bank=memory.stats(),
-                      wall_s=round(time.perf_counter() - t0, 3))
+        with _episode_span(phase, index) as span:
+            with metered() as usage:
+                task_id = phase.task_ids[index - phase.start]
+                with _ENV_SETUP:
+                    task = env.reset(task_id)
+                recall = memory.recall(task)
+                policy = self._policy(phase)
+                played = self._play(policy, memory, task, recall, env=env,
+                                    display=Display("off"))
+            record = _record(index, phase, task_id, policy, played, recall)
+            if self.config.attempts > 1 and phase.name != "build":
+                record["attempt"] = phase.attempt
+            record.update(learned=False, changes=[])
+            record.update(usage=usage.to_dict(), bank=memory.stats(),
+                          wall_s=round(time.perf_counter() - t0, 3))
+            _end_span(span, record)
         return record, task, recall.text, played.steps
 
     def _prepare_bank(self, phase: _Phase) -> None:
@@ -431,7 +435,14 @@ class _Session:
             copy_bank(source, phase.bank)
 
     def _episode(self, phase: _Phase, memory: Memory, index: int) -> dict[str, Any]:
-        """Recall, play and (when the phase learns) learn episode ``index``; append its line."""
+        """Recall, play and (when the phase learns) learn episode ``index``; append its line
+        (inside an ``episode`` span, :mod:`deltamem.telemetry`)."""
+        with _episode_span(phase, index) as span:
+            record = self._episode_unspanned(phase, memory, index)
+            _end_span(span, record)
+            return record
+
+    def _episode_unspanned(self, phase: _Phase, memory: Memory, index: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         usage0 = self.llm.usage.snapshot()
         task_id = phase.task_ids[index - phase.start]
@@ -503,6 +514,20 @@ class _Session:
                                 temperature=self.config.temperature).play(
                 watched, task, recall, memory=memory)
         return self.agent.play(watched, task, recall)
+
+
+def _episode_span(phase: _Phase, index: int) -> Any:
+    task_id = phase.task_ids[index - phase.start]
+    return telemetry.span(f"episode {task_id}", {
+        "deltamem.phase": phase.name, "deltamem.episode.index": index,
+        "deltamem.task.id": task_id, "deltamem.attempt": phase.attempt,
+        "deltamem.learn": phase.learn})
+
+
+def _end_span(span: Any, record: dict[str, Any]) -> None:
+    telemetry.set_attributes(span, {
+        "deltamem.success": bool(record["success"]), "deltamem.steps": int(record["steps"]),
+        "deltamem.reward": float(record["reward"]), "deltamem.learned": record.get("learned")})
 
 
 def _record(index: int, phase: _Phase, task_id: str, policy: str, episode: Episode,

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from deltamem import telemetry
 from deltamem.errors import ConfigError, LLMError
 from deltamem.types import Usage
 
@@ -187,15 +188,18 @@ class BaseLLM(ABC):
                 raise ConfigError("choices must not be empty")
         if schema is not None and choices is not None:
             raise ConfigError("give either schema or choices, not both")
-        try:
-            out = self._complete(
-                messages, schema=schema, choices=choices, max_tokens=max_tokens,
-                temperature=temperature, purpose=purpose,
-            )
-        except LLMError as e:
-            if e.attempts:
-                self._count(purpose, 0, 0, 0, attempts=e.attempts, retry_wait=e.retry_wait)
-            raise
+        with telemetry.llm_span(self, messages, purpose=purpose, max_tokens=max_tokens,
+                                temperature=temperature) as span:
+            try:
+                out = self._complete(
+                    messages, schema=schema, choices=choices, max_tokens=max_tokens,
+                    temperature=temperature, purpose=purpose,
+                )
+            except LLMError as e:
+                if e.attempts:
+                    self._count(purpose, 0, 0, 0, attempts=e.attempts, retry_wait=e.retry_wait)
+                raise
+            telemetry.llm_done(span, out)
         self._count(purpose, out.prompt_tokens, out.completion_tokens, 1,
                     attempts=out.attempts, retry_wait=out.retry_wait)
         return out
