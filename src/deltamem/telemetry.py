@@ -176,7 +176,9 @@ def llm_span(llm: Any, messages: Sequence[Mapping[str, str]], *, purpose: str,
     if not enabled():
         yield _NO_SPAN
         return
-    model = str(getattr(llm, "model", "") or getattr(llm, "name", "llm"))
+    inner = getattr(llm, "inner", None)  # a record/replay cache: the model it wraps
+    model = str(getattr(llm, "model", "") or getattr(inner, "model", "")
+                or getattr(llm, "name", "llm"))
     attrs: dict[str, Any] = {
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": _provider(llm),
         "gen_ai.request.model": model, "gen_ai.request.max_tokens": max_tokens,

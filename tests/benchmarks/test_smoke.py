@@ -462,3 +462,16 @@ def test_concurrency_smoke(tmp_path):
     rows = json.loads((tmp_path / "c" / "results.json").read_text())["rows"]
     assert [r["n"] for r in rows] == [1, 2, 2] and rows[-1]["served_429"] > 0
     assert all(r["same_as_n1"] and r["games"] == 4 for r in rows)
+
+
+def test_otel_episode_smoke(tmp_path):
+    need("opentelemetry.sdk")
+    out = run("otel_episode.py", "--smoke", "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert "episode " in out and "search_memory" in out and "update_memory" in out
+    assert (tmp_path / "o" / "spans.json").exists()
+
+
+def test_skills_roundtrip_smoke(tmp_path):
+    out = run("skills_roundtrip.py", "--smoke", "--out", str(tmp_path / "s"), cwd=tmp_path,
+              timeout=900)
+    assert "different: 0" in out

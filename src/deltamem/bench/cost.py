@@ -224,7 +224,7 @@ def _money(price: ModelPrice, tokens_in: int, tokens_out: int) -> float:
 def _fmt(x: float | None) -> str:
     if x is None:
         return "-"
-    return f"{x:.4f}" if x < 100 else f"{x:.2f}"
+    return f"{x:.2f}" if x >= 100 else f"{x:.4g}"
 
 
 def run_cost(records: Iterable[Mapping[str, Any]], model: str,

@@ -24,7 +24,9 @@ required properties only, strings ``"ok"``), otherwise ``"ok"``; ``answer(reques
 replaces that; :func:`hashed_answer` is a scripted policy for whole runs (a choice among
 the request's ``action`` enum picked by a hash of its messages: deterministic, varied, and
 independent of the order requests arrive in). Token counts are 10 prompt + 5 completion per
-reply. ``delay`` seconds pass before each answer (a model's latency), so a run through the
+reply, or with ``token_counts="words"`` the whitespace words of the request's messages and
+of the answer (so a run's cost table has figures that scale with its prompts). ``delay``
+seconds pass before each answer (a model's latency), so a run through the
 server takes the time an API model would.
 
 ``log`` records every request: its index, the fault served and the request body, so a test
@@ -107,6 +109,7 @@ class FaultServer:
         retry_after: the ``Retry-After`` seconds of a 429.
         stall: how long a ``timeout`` fault keeps the client waiting.
         delay: seconds every answer (``ok``, ``offschema``) takes, like a model's latency.
+        token_counts: ``"fixed"`` (10 prompt + 5 completion tokens) or ``"words"``.
     """
 
     def __init__(
@@ -117,7 +120,11 @@ class FaultServer:
         retry_after: float = 0.0,
         stall: float = 2.0,
         delay: float = 0.0,
+        token_counts: str = "fixed",
     ) -> None:
+        if token_counts not in ("fixed", "words"):
+            raise ValueError(f"token_counts must be fixed or words, not {token_counts!r}")
+        self.token_counts = token_counts
         for f in (plan if not callable(plan) else ()):
             if f not in FAULTS:
                 raise ValueError(f"unknown fault {f!r}; use one of {FAULTS}")
@@ -217,7 +224,10 @@ class FaultServer:
                 time.sleep(self.delay)
             text = ('{"unexpected": "this reply ignores the schema"}' if fault == "offschema"
                     else self.answer(body))
-            status, payload = 200, _completion(text, str(body.get("model", "fault")))
+            counts = (10, 5) if self.token_counts == "fixed" else (
+                sum(len(str(m.get("content", "")).split()) for m in body.get("messages", [])
+                    if isinstance(m, dict)), len(text.split()))
+            status, payload = 200, _completion(text, str(body.get("model", "fault")), *counts)
         try:
             h.send_response(status)
             h.send_header("Content-Type", "application/json")
@@ -260,10 +270,11 @@ def _error(message: str) -> bytes:
     return json.dumps({"error": {"message": message, "type": "server_error"}}).encode()
 
 
-def _completion(text: str, model: str) -> bytes:
+def _completion(text: str, model: str, prompt: int = 10, completion: int = 5) -> bytes:
     return json.dumps({
         "id": "chatcmpl-fault", "object": "chat.completion", "created": 0, "model": model,
         "choices": [{"index": 0, "finish_reason": "stop",
                      "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion},
     }).encode()
