@@ -144,3 +144,19 @@ def test_off_switch(spans, monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv(telemetry.DISABLE_ENV, "off")
     ScriptedLLM(["x"]).complete([{"role": "user", "content": "x"}], purpose="act")
     assert spans.get_finished_spans() == ()
+
+
+def test_the_service_names_the_tenant(spans, tmp_path: Path) -> None:
+    from deltamem.service import BankSpace, TenantBanks
+
+    svc = TenantBanks(BankSpace(tmp_path), embedder=HashingEmbedder(dim=64),
+                      config={"domain": "alfworld"})
+    svc.learn("alice", "kitchen", make_episode(episode_id="e1"))
+    svc.recall("alice", "kitchen", make_episode().task)
+    got = _by_name(spans)
+    assert got["update_memory"][0].attributes["deltamem.tenant"] == "alice"
+    assert got["search_memory"][0].attributes["deltamem.tenant"] == "alice"
+    mem = DeltaMem.open(tmp_path / "x.db", embedder=HashingEmbedder())
+    mem.recall(make_episode().task)  # outside the service: no tenant
+    mem.close()
+    assert "deltamem.tenant" not in _by_name(spans)["search_memory"][-1].attributes

@@ -41,6 +41,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -55,6 +56,7 @@ __all__ = [
     "memory_span",
     "set_attributes",
     "span",
+    "tenant",
     "use_tracer_provider",
 ]
 
@@ -88,6 +90,18 @@ class _NoSpan:
 
 
 _NO_SPAN = _NoSpan()
+_TENANT: ContextVar[str | None] = ContextVar("deltamem_tenant", default=None)
+
+
+@contextmanager
+def tenant(name: str) -> Iterator[None]:
+    """Memory spans opened in the block carry ``deltamem.tenant`` = ``name`` (the service
+    sets it around each tenant's bank operations)."""
+    token = _TENANT.set(name)
+    try:
+        yield
+    finally:
+        _TENANT.reset(token)
 _provider_override: Any = None
 
 
@@ -225,7 +239,8 @@ def memory_span(operation: str, *, system: str, store: str, tenant: str | None =
         yield _NO_SPAN
         return
     attrs = {"gen_ai.operation.name": operation, "gen_ai.provider.name": system,
-             "gen_ai.memory.store.id": store, "deltamem.tenant": tenant,
+             "gen_ai.memory.store.id": store,
+             "deltamem.tenant": tenant if tenant is not None else _TENANT.get(),
              **(attributes or {})}
     with span(f"{operation} {store}", attrs) as s:
         yield s
