@@ -109,3 +109,14 @@ def test_through_a_slow_server_in_a_429_storm_nothing_is_lost(
                 assert sum(c.get("retries", 0) for r in recs for c in r["usage"].values()) == 40
     assert stables[0] == stables[1]  # every game, same outcome, none lost
     assert len([r for r in stables[1] if r["phase"] == "frozen"]) == 12
+
+
+def test_the_cli_takes_concurrency() -> None:
+    from typer.testing import CliRunner
+
+    from deltamem.bench import load_config
+    from deltamem.cli import app
+
+    assert load_config(None, run_dir="r", concurrency=6).concurrency == 6
+    res = CliRunner().invoke(app, ["run", "--help"])
+    assert "--concurrency" in res.output
