@@ -19,8 +19,10 @@ SUCCESS node of the Task-Tree:
   an import needs to place it).
 
 The export folder also holds :data:`MANIFEST_FILE`: format, schema version, counts (skills,
-known failures), the SHA-256 of every file and one checksum over them, so a copy can be
-checked (:func:`read_manifest`); the same counts + checksum rule the JSONL exports' trailer
+known failures), the skills in the source bank's tie order (deepest, then newest: the order
+an import writes them in), the source bank's trigger settings (adopted by an import into a
+new bank), the SHA-256 of every file and one checksum over them, so a copy can be checked
+(:func:`read_manifest`); the same counts + checksum rule the JSONL exports' trailer
 follows.
 
 :func:`import_skills` reads such folders (a folder of skill folders, or one skill folder)
@@ -413,7 +415,7 @@ def import_skills(source: str | Path, bank: str | Path, *, embedder: Embedder,
             report.skipped.append(f"{folder.name}: no procedure steps")
             continue
         skills.append(s)
-    if not skills and not report.skipped:
+    if not skills and not report.skipped and manifest is None:
         raise InvalidInputError(f"{src} holds no skill folder ({SKILL_FILE})")
     kwargs: dict[str, Any] = dict((manifest or {}).get("bank_config") or {})
     if domain:
