@@ -185,8 +185,7 @@ def export_cmd(
                           "Task-Tree's successful chains as SKILL.md folders.")
     ] = "jsonl",
 ) -> None:
-    """Write every record of a bank (meta, nodes, logs) to a JSONL file, or its skills as
-    SKILL.md folders."""
+    """Write a bank's records to a JSONL file, or its skills as SKILL.md folders."""
     if format == "skills":
         from deltamem.skills import export_skills
 
