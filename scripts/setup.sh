@@ -35,8 +35,8 @@ if [ "$what" = "all" ]; then
     $PIP install "torch==2.13.0+cpu" \
       || say "warning: no CPU torch could be installed; the torch reference tests will skip"
   fi
-  say "hnswlib (approximate search), PostgreSQL client, HTTP service, sentence-transformers"
-  $PIP install -e ".[envs,ann,postgres,server,st]"
+  say "hnswlib (approximate search), PostgreSQL client, HTTP service, sentence-transformers, OpenTelemetry"
+  $PIP install -e ".[envs,ann,postgres,server,st,otel]"
   say "Ray (sweeps as Ray tasks; the tests start a local Ray)"
   $PIP install -e ".[ray]"
   say "agent frameworks: MCP SDK, LangGraph, OpenAI Agents SDK (integration tests)"

@@ -30,7 +30,8 @@ PACKAGE = "deltamem"
 #: the layers, lowest first: ``(layer, top-level parts of the package)``; ``""`` is the
 #: package's own ``__init__`` (the public facade, which re-exports from every layer)
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("ground", frozenset({"errors", "paths", "seeding", "text", "types", "version"})),
+    ("ground", frozenset({"errors", "paths", "seeding", "telemetry", "text", "types",
+                          "version"})),
     # pure: the residual tree, triggers and retrieval maths; the domain presets (data)
     ("core", frozenset({"core", "domains"})),
     # the edges of the system: models, storage, environments, prompt files
@@ -39,7 +40,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("extract", frozenset({"extract", "judge"})),
     # the memory contract (Memory, the episode recorder, the registry in memories/), the
     # memory systems, what copies their banks, the fakes and checks that test them
-    ("memory", frozenset({"memory", "recorder", "memories", "portable", "testing"})),
+    ("memory", frozenset({"memory", "recorder", "memories", "portable", "skills", "testing"})),
     # the training of a memory's model (the MCMA copilot, its GGUF export): beside the
     # memories, above them; the memory loads a trained model by an LLM spec, not an import
     ("training", frozenset({"training"})),

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from deltamem import telemetry
 from deltamem.memories.deltamem import check_bank_config
 from deltamem.store.factory import export_bank_file, import_bank_file
 from deltamem.store.location import resolve_bank
@@ -54,4 +55,9 @@ def import_bank(source: str | Path, bank: str | Path) -> int:
     missing folder or a storage failure; nothing is written then (a bank file the import
     created is removed again).
     """
-    return import_bank_file(source, bank, config_check=check_bank_config)
+    with telemetry.memory_span("create_memory", system="deltamem",
+                               store=Path(str(bank)).name,
+                               attributes={"deltamem.import.format": "jsonl"}) as span:
+        n = import_bank_file(source, bank, config_check=check_bank_config)
+        telemetry.set_attributes(span, {"gen_ai.memory.record.count": n})
+        return n

@@ -140,7 +140,7 @@ class Usage:
         c.retry_wait += retry_wait
 
     def merge(self, other: Usage) -> None:
-        for purpose, c in other.by_purpose.items():
+        for purpose, c in list(other.by_purpose.items()):  # another thread may add a purpose
             self.add(purpose, c.prompt_tokens, c.completion_tokens, c.calls,
                      attempts=c.attempts, retries=c.retries, retry_wait=c.retry_wait)
 
@@ -152,7 +152,7 @@ class Usage:
     def since(self, earlier: Usage) -> Usage:
         """Usage accumulated after ``earlier`` (a snapshot of this object)."""
         out = Usage()
-        for purpose, c in self.by_purpose.items():
+        for purpose, c in list(self.by_purpose.items()):
             e = earlier.by_purpose.get(purpose, UsageCount())
             d = (c.calls - e.calls, c.prompt_tokens - e.prompt_tokens,
                  c.completion_tokens - e.completion_tokens, c.attempts - e.attempts,

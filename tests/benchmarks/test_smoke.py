@@ -457,3 +457,24 @@ def test_robustness_probes(tmp_path: Path) -> None:
     out = run("robustness_probes.py", cwd=tmp_path, timeout=900)
     assert out.startswith("| item | probe | outcome |")
     assert len([line for line in out.splitlines() if line.startswith("| ")]) > 20
+
+
+def test_concurrency_smoke(tmp_path):
+    out = run("concurrency.py", "--smoke", "--storm", "--out", str(tmp_path / "c"), cwd=tmp_path)
+    assert "same games as N=1" in out and "NO" not in out.split("same games as N=1")[1]
+    rows = json.loads((tmp_path / "c" / "results.json").read_text())["rows"]
+    assert [r["n"] for r in rows] == [1, 2, 2] and rows[-1]["served_429"] > 0
+    assert all(r["same_as_n1"] and r["games"] == 4 for r in rows)
+
+
+def test_otel_episode_smoke(tmp_path):
+    need("opentelemetry.sdk")
+    out = run("otel_episode.py", "--smoke", "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert "episode " in out and "search_memory" in out and "update_memory" in out
+    assert (tmp_path / "o" / "spans.json").exists()
+
+
+def test_skills_roundtrip_smoke(tmp_path):
+    out = run("skills_roundtrip.py", "--smoke", "--out", str(tmp_path / "s"), cwd=tmp_path,
+              timeout=900)
+    assert "different: 0" in out

@@ -198,3 +198,24 @@ def test_readme_command_table_lists_every_command(path):
     cells = [ln.split("|")[1] for ln in readme.splitlines() if ln.startswith("| `deltamem ")]
     assert any(all(re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", c) for w in path)
                for c in cells), f"README command table lacks `deltamem {' '.join(path)}`"
+
+
+def test_run_against_a_closed_local_port_fails_at_once_naming_it(monkeypatch, capsys, tmp_path):
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setattr(sys, "argv", ["deltamem", "run", "--run-dir", str(tmp_path / "r"),
+                                      "--llm", "openai:m", "--memory", "none",
+                                      "--episodes", "1", "--no-report"])
+    t0 = time.monotonic()
+    with pytest.raises(SystemExit) as e:
+        main()
+    assert e.value.code == 1 and time.monotonic() - t0 < 30
+    err = capsys.readouterr().err
+    assert f"http://127.0.0.1:{port}/v1/chat/completions" in err
+    assert "openai:m: nothing is listening" in err and "retry" not in err

@@ -305,3 +305,86 @@ def test_a_wrapping_cache_counts_the_inner_retries(tmp_path: Any) -> None:
     llm = RecordReplayLLM(inner, tmp_path / "cache.jsonl", mode="auto")
     llm.complete(MSGS, purpose="act")
     assert llm.usage.by_purpose["act"].retries == 1 == inner.usage.by_purpose["act"].retries
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, read, closed)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_refused_local_address_fails_at_once_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    port = _closed_port()
+    llm = OpenAICompatLLM("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=5)
+    delays: list[float] = []
+    llm.sleep = delays.append
+    with pytest.raises(LLMUnavailableError, match=rf"127\.0\.0\.1:{port}/v1/chat/completions"):
+        llm.complete(MSGS, purpose="act")
+    assert delays == []  # no retry
+    assert llm.usage.by_purpose["act"].attempts == 1
+
+
+def test_exhausted_retries_name_the_url() -> None:
+    server = Server(lambda body: (503, {"error": {"message": "busy"}}))
+    llm, _ = make(server, max_retries=1)
+    with pytest.raises(LLMError, match=r"https://api\.example\.test/v1/chat/completions"):
+        llm.complete(MSGS, purpose="act")
+
+
+def test_remote_refusal_is_still_retried() -> None:
+    exc = httpx.ConnectError("[Errno 111] Connection refused")
+    exc.__cause__ = ConnectionRefusedError(111, "Connection refused")
+    server = Server([(0, exc), (200, ok_body("ok"))])
+    llm, delays = make(server)  # https://api.example.test: not this machine
+    assert llm.complete(MSGS, purpose="act").text == "ok"
+    assert len(delays) == 1
+
+
+def test_429s_do_not_use_up_the_retries_until_patience_runs_out() -> None:
+    err = {"error": {"message": "slow down"}}
+    server = Server([(429, err)] * 8 + [(200, ok_body("done"))])
+    llm, delays = make(server, max_retries=2, backoff=0.01)
+    assert llm.complete(MSGS, purpose="act").text == "done"  # 8 429s > max_retries
+    assert len(delays) == 8
+    c = llm.usage.by_purpose["act"]
+    assert (c.calls, c.attempts, c.retries) == (1, 9, 8)
+
+    server = Server(lambda body: (429, err))
+    llm, delays = make(server, backoff=1.0, rate_limit_patience=5.0)
+    with pytest.raises(LLMError, match="still rate limited"):
+        llm.complete(MSGS, purpose="act")
+    assert sum(delays) <= 5.0
+
+
+def test_a_429_holds_back_the_other_threads() -> None:
+    import threading
+    import time
+
+    first = threading.Event()
+
+    def handler(request: Any) -> Any:
+        if not first.is_set():
+            first.set()
+            return httpx.Response(429, headers={"retry-after": "0.3"}, json={"error": {}})
+        return httpx.Response(200, json=ok_body("ok"))
+
+    llm = OpenAICompatLLM("m", base_url="https://api.example.test/v1", backoff=0.01,
+                          http_client=httpx.Client(transport=httpx.MockTransport(handler)))
+    llm.complete(MSGS, purpose="act")  # takes the 429: the gate is closed for 0.3 s
+    t0 = time.monotonic()
+    other = threading.Thread(target=llm.complete, args=(MSGS,), kwargs={"purpose": "act"})
+    other.start()
+    other.join()
+    waited = time.monotonic() - t0
+    assert waited < 0.3  # the gate opened while the first caller slept through it
+    llm._close_gate(0.3)  # another thread's 429, just now
+    t0 = time.monotonic()
+    other = threading.Thread(target=llm.complete, args=(MSGS,), kwargs={"purpose": "act"})
+    other.start()
+    other.join()
+    assert time.monotonic() - t0 >= 0.25
+    assert llm.usage.by_purpose["act"].retry_wait >= 0.25 + 0.3

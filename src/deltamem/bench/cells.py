@@ -155,7 +155,7 @@ def run_cell(
         try:
             result = run(config, env=env, llm=llm_factory() if llm_factory else None,
                          embedder=embedder_factory() if embedder_factory else None,
-                         progress=False)
+                         progress=False, env_factory=env_factory)
         finally:
             if env is not None:
                 env.close()

@@ -117,6 +117,13 @@ class RunConfig(BaseModel):
             ``temperature`` 0 a deterministic agent repeats itself, so attempts beyond
             the first need a temperature above 0 (the configuration is refused otherwise).
             Results count per game: the mean over its attempts.
+        concurrency: how many episodes play at once where they are independent: the
+            phases that never learn (``frozen``, the online protocol's ``frozen``), each
+            attempt of them included; learning phases play in stream order. Each worker
+            has its own environment and its own read-only handle on the bank; records are
+            written in stream order, so a run's ``episodes.jsonl`` is the same game for game
+            as with 1 against a deterministic model (an API model at temperature 0). Not
+            part of what defines the results: a run may resume with another value.
         cue_at: where the ReAct agent's prompt asks for the answer
             (:mod:`deltamem.agents.prompts`): ``start`` (before the task: each step's
             prompt extends the previous one, so a prompt cache reuses it) or ``end``
@@ -162,6 +169,7 @@ class RunConfig(BaseModel):
     attempts: int = Field(default=1, ge=1)
     cue_at: Literal["start", "end"] = "start"
     guide_rules: list[str] | None = None
+    concurrency: int = Field(default=1, ge=1, le=256)
 
     @model_validator(mode="after")
     def _check_guide_rules(self) -> Self:

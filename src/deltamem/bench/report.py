@@ -2,7 +2,8 @@
 
 The report has, per phase: episodes, success rate, mean reward with a 95 %
 percentile-bootstrap interval (seeded, so the same log gives the same
-report), mean steps and invalid actions, LLM tokens per episode by purpose,
+report), mean steps and invalid actions, LLM tokens per episode by purpose, the run's
+tokens in and out per phase and purpose and their price (:mod:`deltamem.bench.cost`),
 and the bank size and stats after the phase's last episode. Plots:
 
 * ``success_rate.png``: running mean of success over the episodes of each phase;
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from deltamem.bench.config import CONFIG_FILE
+from deltamem.bench.cost import PriceTable, find_price_table, run_cost, write_cost
 from deltamem.bench.results import EPISODES_FILE, bank_size, per_game, read_episodes
 from deltamem.bench.stats import bootstrap_ci, running_mean
 from deltamem.errors import InvalidInputError
@@ -44,8 +46,14 @@ _CONFIG_KEYS = (
 )
 
 
-def report(run_dir: str | Path, *, plots: bool = True, seed: int = 0, n_boot: int = 2000) -> Path:
+def report(run_dir: str | Path, *, plots: bool = True, seed: int = 0, n_boot: int = 2000,
+           prices: str | Path | PriceTable | None = None) -> Path:
     """Write ``report.md`` (and plots) into ``run_dir`` and return its path.
+
+    The report's "Cost" section adds up the LLM tokens in and out per phase and purpose
+    and, with a price table (``prices``: a :class:`~deltamem.bench.cost.PriceTable` or its
+    TOML file; else :func:`~deltamem.bench.cost.find_price_table`), the money; the same
+    figures go to ``cost.json``.
 
     Raises :class:`InvalidInputError` when the directory holds no recorded episode.
     """
@@ -58,6 +66,10 @@ def report(run_dir: str | Path, *, plots: bool = True, seed: int = 0, n_boot: in
     lines += _config_section(run_dir)
     lines += _results_section(phases, seed=seed, n_boot=n_boot)
     lines += _tokens_section(phases)
+    table = prices if isinstance(prices, PriceTable) else find_price_table(run_dir, prices)
+    cost = run_cost(records, _run_model(run_dir), table)
+    write_cost(run_dir, cost)
+    lines += cost.markdown()
     lines += _recall_section(phases)
     lines += _bank_section(phases)
     if plots:
@@ -73,6 +85,15 @@ def report(run_dir: str | Path, *, plots: bool = True, seed: int = 0, n_boot: in
     path = run_dir / REPORT_FILE
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return path
+
+
+def _run_model(run_dir: Path) -> str:
+    """The run's ``llm`` spec, from its config.json (``unknown`` without one)."""
+    path = run_dir / CONFIG_FILE
+    try:
+        return str(json.loads(path.read_text(encoding="utf-8")).get("llm") or "unknown")
+    except (OSError, ValueError):
+        return "unknown"
 
 
 def _group(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:

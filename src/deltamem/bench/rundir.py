@@ -157,7 +157,9 @@ def save_config(config: RunConfig, run_dir: Path, *, check: bool) -> None:
     if check and path.exists():
         old = RunConfig.from_json_file(path).model_dump(mode="json")
         new = config.model_dump(mode="json")
-        ignored = {"run_dir"} | ({"episodes"} if config.protocol == "online" else set())
+        ignored = {"run_dir", "concurrency"}  # concurrency does not change the results
+        if config.protocol == "online":
+            ignored.add("episodes")
         diff = sorted(k for k in new if k not in ignored and old.get(k) != new[k])
         if diff:
             raise ConfigError(

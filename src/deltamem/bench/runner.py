@@ -20,6 +20,13 @@ Protocols (paper §4.1, §4.3):
   environment's; an uncertain or refused verdict learns nothing. Each record keeps the
   environment's ``success`` and, under ``verdict``, the judge's outcome, reason and name,
   so agreement can be computed from ``episodes.jsonl``.
+* Concurrency (``concurrency`` N > 1): a phase that never learns (``frozen``, the online
+  protocol's ``frozen``) plays its episodes N at a time, each worker thread with its own
+  environment (``env_factory``, or the config's environment spec; built and reset one at a
+  time, the steps run freely) and its own handle on the
+  read-only bank; the records are appended in stream order as they complete, each with the
+  usage its own thread counted (:meth:`~deltamem.llm.base.BaseLLM.metered`). Learning
+  phases play one episode after another. A crash keeps every record written in order.
 * Demonstrations: ``train_agent = "expert"`` (or ``"expert:noise=P"``) has the
   build phase played by the environment's own solution
   (:class:`~deltamem.agents.expert.ExpertAgent`, no LLM call), so the bank is built
@@ -37,11 +44,15 @@ resume after a crash and exactly-once learning (``progress.json``) are
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from deltamem import telemetry
 from deltamem.agents.expert import ExpertAgent, expert_budget, parse_expert_spec
 from deltamem.agents.react import ReActAgent
 from deltamem.bench.config import RunConfig
@@ -80,6 +91,11 @@ __all__ = ["run"]
 
 log = logging.getLogger(__name__)
 
+_ENV_SETUP = threading.Lock()
+"""Held while a worker builds or resets its environment: some environments parse their
+games with a parser that is not thread-safe (TextWorld's PDDL grammar, under the household
+world). Steps run unlocked."""
+
 JUDGE_CACHE_FILE = "judge-cache.jsonl"
 """The record/replay cache of an LLM judge with a model of its own."""
 
@@ -106,6 +122,7 @@ def run(
     llm: LLMClient | None = None,
     embedder: Embedder | None = None,
     progress: bool | Literal["lines"] | None = None,
+    env_factory: Callable[[], Environment] | None = None,
 ) -> RunResult:
     """Run (or resume) the benchmark described by ``config``; see the module docstring.
 
@@ -114,7 +131,9 @@ def run(
     ``progress`` (on stderr): ``True`` a live bar with the step within the episode, the
     running success rate and the last action; ``False`` nothing; ``"lines"`` one plain
     line per finished episode; ``None`` (default) the bar on a terminal, else the lines (a
-    log file gets them).
+    log file gets them). ``env_factory`` builds the environment of each worker when
+    ``config.concurrency`` > 1 (default: ``make_env`` on the config's spec when ``env`` is
+    not given; required when it is).
     """
     run_dir = Path(config.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -130,6 +149,9 @@ def run(
         from deltamem.envs.registry import make_env
 
         env = make_env(config.env, **config.env_options)
+        if env_factory is None:
+            def env_factory() -> Environment:
+                return make_env(config.env, **config.env_options)
     try:
         if llm is None:
             from deltamem.llm.factory import make_llm
@@ -143,7 +165,7 @@ def run(
             from deltamem.embed.factory import make_embedder
 
             embedder = make_embedder(config.embedder)
-        session = _Session(config, run_dir, env, llm, embedder, episodes)
+        session = _Session(config, run_dir, env, llm, embedder, episodes, env_factory)
         session.run(display_mode(progress))
     finally:
         if own_env:
@@ -168,8 +190,10 @@ class _Session:
         llm: LLMClient,
         embedder: Embedder | None,
         episodes: EpisodeLog,
+        env_factory: Callable[[], Environment] | None = None,
     ) -> None:
         self.config = config
+        self.env_factory = env_factory
         self.run_dir = run_dir
         self.env = env
         self.llm = llm
@@ -269,16 +293,14 @@ class _Session:
         before = bank_fingerprint(phase.bank) if not phase.learn else None
         pending = self.progress.pending(self.log, phase.start, phase.end)
         pre_open = content_fingerprint(phase.bank) if pending is not None else None
-        memory = make_memory(
-            self.config.memory, bank=str(phase.bank), embedder=self.embedder, llm=self.llm,
-            extractor=self.config.extractor, domain=self.domain,
-            options=dict(self.config.memory_options),
-        )
+        memory = self._open_memory(phase)
         try:
             if pending is not None:
                 rec = self.progress.recover(pending, memory, pre_open=pre_open, llm=self.llm,
                                             episodes=self.log, memory_name=self.config.memory)
                 self.display.advance(rec)
+            if self._parallel(phase):
+                self._run_parallel(phase)
             while self.log.next_index < phase.end:
                 rec = self._episode(phase, memory, self.log.next_index)
                 self.display.advance(rec)
@@ -289,6 +311,115 @@ class _Session:
                 f"memory {self.config.memory!r} changed the bank {phase.bank} during the "
                 f"{phase.name!r} phase although learn was never called (recall must be read-only)"
             )
+
+    # -- concurrency ------------------------------------------------------------------------
+
+    def _parallel(self, phase: _Phase) -> bool:
+        """Whether ``phase`` plays N episodes at a time (module doc)."""
+        n = self.config.concurrency
+        if n <= 1 or phase.learn or phase.end - self.log.next_index <= 1:
+            return False
+        if self.env_factory is None:
+            raise ConfigError("concurrency > 1 with an environment object needs env_factory= "
+                              "(each worker plays in an environment of its own)")
+        if not callable(getattr(self.llm, "metered", None)):
+            raise ConfigError(f"concurrency > 1 needs an LLM client that meters usage per "
+                              f"thread (a BaseLLM); {self.llm.name!r} does not")
+        return True
+
+    def _run_parallel(self, phase: _Phase) -> None:
+        """Play the rest of ``phase`` (which never learns) with ``concurrency`` workers,
+        appending each record in stream order as soon as those before it are written."""
+        first = self.log.next_index
+        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for i in range(first, phase.end):
+            todo.put(i)
+        done: dict[int, tuple[dict[str, Any], Task, str, tuple[Any, ...]]] = {}
+        errors: list[BaseException] = []
+        cond = threading.Condition()
+        stop = threading.Event()
+        assert self.env_factory is not None
+        factory = self.env_factory
+
+        def worker() -> None:
+            env: Environment | None = None
+            memory: Memory | None = None
+            try:
+                with _ENV_SETUP:
+                    env = factory()
+                memory = self._open_memory(phase)
+                while not stop.is_set():
+                    try:
+                        i = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    out = self._frozen_episode(phase, memory, env, i)
+                    with cond:
+                        done[i] = out
+                        cond.notify_all()
+            except BaseException as e:  # handed to the main thread, which raises it
+                with cond:
+                    errors.append(e)
+                    cond.notify_all()
+            finally:
+                if memory is not None:
+                    memory.close()
+                if env is not None:
+                    env.close()
+
+        n = min(self.config.concurrency, phase.end - first)
+        threads = [threading.Thread(target=worker, name=f"episode-worker-{k}", daemon=True)
+                   for k in range(n)]
+        for t in threads:
+            t.start()
+        try:
+            for i in range(first, phase.end):
+                with cond:
+                    while i not in done and not errors:
+                        cond.wait()
+                    if i not in done:
+                        raise errors[0]
+                    record, task, recall_text, steps = done.pop(i)
+                append_trajectory(self.run_dir / TRAJECTORIES_FILE, i, phase.name, task,
+                                  recall_text, steps)
+                self.log.append(record)
+                self.display.advance(record)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+
+    def _open_memory(self, phase: _Phase) -> Memory:
+        return make_memory(
+            self.config.memory, bank=str(phase.bank), embedder=self.embedder, llm=self.llm,
+            extractor=self.config.extractor, domain=self.domain,
+            options=dict(self.config.memory_options),
+        )
+
+    def _frozen_episode(
+        self, phase: _Phase, memory: Memory, env: Environment, index: int,
+    ) -> tuple[dict[str, Any], Task, str, tuple[Any, ...]]:
+        """Recall and play episode ``index`` of a phase that never learns, in ``env`` (a
+        worker's): its record, task, recall text and steps, as :meth:`_episode` writes them."""
+        t0 = time.perf_counter()
+        metered = getattr(self.llm, "metered")  # noqa: B009 - checked by _parallel
+        with _episode_span(phase, index) as span:
+            with metered() as usage:
+                task_id = phase.task_ids[index - phase.start]
+                with _ENV_SETUP:
+                    task = env.reset(task_id)
+                recall = memory.recall(task)
+                policy = self._policy(phase)
+                played = self._play(policy, memory, task, recall, env=env,
+                                    display=Display("off"))
+            record = _record(index, phase, task_id, policy, played, recall)
+            if self.config.attempts > 1 and phase.name != "build":
+                record["attempt"] = phase.attempt
+            record.update(learned=False, changes=[])
+            record.update(usage=usage.to_dict(), bank=memory.stats(),
+                          wall_s=round(time.perf_counter() - t0, 3))
+            _end_span(span, record)
+        return record, task, recall.text, played.steps
 
     def _prepare_bank(self, phase: _Phase) -> None:
         if phase.bank.exists():
@@ -305,7 +436,14 @@ class _Session:
             copy_bank(source, phase.bank)
 
     def _episode(self, phase: _Phase, memory: Memory, index: int) -> dict[str, Any]:
-        """Recall, play and (when the phase learns) learn episode ``index``; append its line."""
+        """Recall, play and (when the phase learns) learn episode ``index``; append its line
+        (inside an ``episode`` span, :mod:`deltamem.telemetry`)."""
+        with _episode_span(phase, index) as span:
+            record = self._episode_unspanned(phase, memory, index)
+            _end_span(span, record)
+            return record
+
+    def _episode_unspanned(self, phase: _Phase, memory: Memory, index: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         usage0 = self.llm.usage.snapshot()
         task_id = phase.task_ids[index - phase.start]
@@ -358,23 +496,39 @@ class _Session:
         won = bool(verdict.success)
         return replace(episode, success=won, reward=1.0 if won else 0.0, verdict=verdict)
 
-    def _play(self, policy: str, memory: Memory, task: Task, recall: Recall) -> Episode:
+    def _play(self, policy: str, memory: Memory, task: Task, recall: Recall, *,
+              env: Environment | None = None, display: Display | None = None) -> Episode:
         """Play ``task`` (already reset) with ``policy``: the environment's own solution for
-        an ``expert`` spec, the Ariadne agent for a step-level memory, else the ReAct agent."""
-        env: Any = WatchedEnv(self.env, self.display)  # reports each step to the display
+        an ``expert`` spec, the Ariadne agent for a step-level memory, else the ReAct agent.
+        ``env`` and ``display`` default to the session's (a worker passes its own)."""
+        watched: Any = WatchedEnv(env or self.env, display or self.display)  # step reports
         noise = parse_expert_spec(policy)
         if noise is not None:  # a demonstration: the environment's solution, no LLM
             budget = expert_budget(policy) or self.config.max_steps
             return ExpertAgent(noise=noise, seed=self.config.seed,
-                               max_steps=budget).play(env, task, recall)
+                               max_steps=budget).play(watched, task, recall)
         if getattr(memory, "agent", "react") == "ariadne":  # step-level memories (AriGraph)
             from deltamem.agents.ariadne import AriadneAgent
 
             return AriadneAgent(self.llm, domain=self.domain, max_steps=self.config.max_steps,
                                 repeat_limit=self.config.repeat_limit,
                                 temperature=self.config.temperature).play(
-                env, task, recall, memory=memory)
-        return self.agent.play(env, task, recall)
+                watched, task, recall, memory=memory)
+        return self.agent.play(watched, task, recall)
+
+
+def _episode_span(phase: _Phase, index: int) -> Any:
+    task_id = phase.task_ids[index - phase.start]
+    return telemetry.span(f"episode {task_id}", {
+        "deltamem.phase": phase.name, "deltamem.episode.index": index,
+        "deltamem.task.id": task_id, "deltamem.attempt": phase.attempt,
+        "deltamem.learn": phase.learn})
+
+
+def _end_span(span: Any, record: dict[str, Any]) -> None:
+    telemetry.set_attributes(span, {
+        "deltamem.success": bool(record["success"]), "deltamem.steps": int(record["steps"]),
+        "deltamem.reward": float(record["reward"]), "deltamem.learned": record.get("learned")})
 
 
 def _record(index: int, phase: _Phase, task_id: str, policy: str, episode: Episode,

@@ -64,7 +64,7 @@ app = typer.Typer(
 for _group in (banks, runs, analysis, decocted, graph, serve, mcp):
     _group.register(app)
 
-err = Console(stderr=True)
+err = Console(stderr=True, emoji=False)  # "openai:m: ..." is not an emoji code
 
 
 def missing_extra_message(e: ModuleNotFoundError) -> str | None:

@@ -178,9 +178,22 @@ def stats(
 
 def export_cmd(
     bank: Bank,
-    out: Annotated[Path, typer.Argument(help="JSONL file to write.")],
+    out: Annotated[Path, typer.Argument(help="JSONL file to write (a folder with --format "
+                                        "skills).")],
+    format: Annotated[
+        str, typer.Option("--format", help="jsonl: every record of the bank; skills: the "
+                          "Task-Tree's successful chains as SKILL.md folders.")
+    ] = "jsonl",
 ) -> None:
-    """Write every record of a bank (meta, nodes, logs) to a JSONL file."""
+    """Write a bank's records to a JSONL file, or its skills as SKILL.md folders."""
+    if format == "skills":
+        from deltamem.skills import export_skills
+
+        n = export_skills(bank, out)
+        console.print(f"wrote {n} skills to {out}", markup=False, highlight=False)
+        return
+    if format != "jsonl":
+        raise typer.BadParameter(f"format must be jsonl or skills, not {format!r}")
     from deltamem.portable import export_bank
 
     n = export_bank(bank, out)
@@ -188,10 +201,32 @@ def export_cmd(
 
 
 def import_cmd(
-    source: Annotated[Path, typer.Argument(help="JSONL file made by `deltamem export`.")],
-    bank: Annotated[str, typer.Argument(help="New bank to create (must not hold nodes).")],
+    source: Annotated[Path, typer.Argument(help="JSONL file made by `deltamem export` (a "
+                                           "folder of SKILL.md folders with --format skills).")],
+    bank: Annotated[str, typer.Argument(help="New bank to create (must not hold nodes; with "
+                                        "--format skills it may).")],
+    format: Annotated[
+        str, typer.Option("--format", help="jsonl or skills (SKILL.md folders).")
+    ] = "jsonl",
+    embedder: Annotated[
+        str | None,
+        typer.Option(help="--format skills: the bank's embedder (default: the one the "
+                     "export's manifest names, else the bank's, else minilm).")
+    ] = None,
 ) -> None:
-    """Load a JSONL export into a new bank."""
+    """Load a JSONL export into a new bank, or SKILL.md folders into a bank."""
+    if format == "skills":
+        from deltamem.embed.factory import make_embedder
+        from deltamem.skills import import_skills, skills_embedder
+
+        emb = make_embedder(embedder or skills_embedder(source, bank))
+        r = import_skills(source, bank, embedder=emb)
+        console.print(f"imported {r.skills} skills and {r.failures} known failures into "
+                      f"{bank}" + (f"; skipped {len(r.skipped)}: " + "; ".join(r.skipped)
+                                  if r.skipped else ""), markup=False, highlight=False)
+        return
+    if format != "jsonl":
+        raise typer.BadParameter(f"format must be jsonl or skills, not {format!r}")
     from deltamem.portable import import_bank
 
     n = import_bank(source, bank)

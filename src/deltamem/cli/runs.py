@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,6 +19,10 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 console = Console()
+
+PRICES = typer.Option(
+    help="Price table (TOML, per model, per 1M tokens in/out) for the report's cost "
+         "section (default: $DELTAMEM_PRICES, else prices.toml in the run directory).")
 
 
 def register(app: typer.Typer) -> None:
@@ -80,6 +85,12 @@ def run(
         typer.Option(min=1, help="Play every evaluated game this many times, each attempt "
                      "from a fresh bank (needs --temperature above 0; default: 1).")
     ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, max=256, help="Play this many episodes at once where they are "
+                     "independent (phases that never learn, e.g. frozen); for API models. "
+                     "Learning stays in stream order (default: 1).")
+    ] = None,
     option: opts.MemoryOptions = None,
     env_option: Annotated[list[str] | None, opts.ENV_OPTIONS()] = None,
     judge: Annotated[
@@ -88,6 +99,7 @@ def run(
                    "and both are recorded"),
     ] = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip report.md.")] = False,
+    prices: Annotated[Path | None, PRICES] = None,
 ) -> None:
     """Run (or resume) a benchmark: recall → play → learn over a task stream.
 
@@ -119,6 +131,7 @@ def run(
         repeat_limit=repeat_limit,
         temperature=temperature,
         attempts=attempts,
+        concurrency=concurrency,
         judge=judge,
         memory_options=parse_options(option) if option else None,
         env_options=parse_options(env_option) if env_option else None,
@@ -142,7 +155,7 @@ def run(
         console.print("bank: " + ", ".join(str(b) for b in banks), markup=False,
                       highlight=False)
     if not no_report:
-        console.print(f"report: {make_report(result.run_dir)}")
+        console.print(f"report: {make_report(result.run_dir, prices=prices)}")
 
 
 def sweep(
@@ -178,11 +191,18 @@ def sweep(
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory made by `deltamem run`.")],
     plots: opts.Plots = True,
+    prices: Annotated[Path | None, PRICES] = None,
 ) -> None:
-    """Write report.md (and PNG plots) for a run directory."""
+    """Write report.md (and PNG plots) for a run directory, with what the run cost."""
     from deltamem.bench import report as make_report
+    from deltamem.bench.cost import COST_FILE
 
-    console.print(f"wrote {make_report(run_dir, plots=plots)}")
+    path = make_report(run_dir, plots=plots, prices=prices)
+    cost = json.loads((path.parent / COST_FILE).read_text(encoding="utf-8"))
+    money = ("" if cost["money"] is None else
+             f", {cost['money']:.4f} {cost['currency']}")
+    console.print(f"wrote {path} ({cost['input_tokens']} tokens in, "
+                  f"{cost['output_tokens']} out{money})", markup=False, highlight=False)
 
 
 def demo(

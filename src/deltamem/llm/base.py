@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from deltamem import telemetry
 from deltamem.errors import ConfigError, LLMError
 from deltamem.types import Usage
 
@@ -124,6 +126,33 @@ class BaseLLM(ABC):
     def __init__(self) -> None:
         self.usage = Usage()
         self._lock = threading.Lock()
+        self._meters = threading.local()
+
+    @contextmanager
+    def metered(self) -> Iterator[Usage]:
+        """Count the calls this thread makes through this client inside the block, apart.
+
+        ``usage`` counts every thread's calls; under ``deltamem run --concurrency N``
+        several episodes call at once, so an episode's own usage is what its thread
+        counted here (``usage.since(snapshot)`` would mix in the others'). Blocks nest:
+        an inner block's calls count in the outer one too.
+        """
+        meter = Usage()
+        stack: list[Usage] = getattr(self._meters, "stack", None) or []
+        self._meters.stack = [*stack, meter]
+        try:
+            yield meter
+        finally:
+            self._meters.stack = stack
+
+    def _count(self, purpose: str, prompt: int, completion: int, calls: int, *,
+               attempts: int, retry_wait: float) -> None:
+        kwargs = {"attempts": attempts, "retries": max(0, attempts - 1),
+                  "retry_wait": retry_wait}
+        with self._lock:
+            self.usage.add(purpose, prompt, completion, calls, **kwargs)
+        for meter in getattr(self._meters, "stack", None) or []:
+            meter.add(purpose, prompt, completion, calls, **kwargs)
 
     def settings(self) -> dict[str, Any]:
         """What decides this client's answers besides the request (JSON-serialisable).
@@ -159,21 +188,20 @@ class BaseLLM(ABC):
                 raise ConfigError("choices must not be empty")
         if schema is not None and choices is not None:
             raise ConfigError("give either schema or choices, not both")
-        try:
-            out = self._complete(
-                messages, schema=schema, choices=choices, max_tokens=max_tokens,
-                temperature=temperature, purpose=purpose,
-            )
-        except LLMError as e:
-            if e.attempts:
-                with self._lock:
-                    self.usage.add(purpose, 0, 0, 0, attempts=e.attempts,
-                                   retries=max(0, e.attempts - 1), retry_wait=e.retry_wait)
-            raise
-        with self._lock:
-            self.usage.add(purpose, out.prompt_tokens, out.completion_tokens,
-                           attempts=out.attempts, retries=max(0, out.attempts - 1),
-                           retry_wait=out.retry_wait)
+        with telemetry.llm_span(self, messages, purpose=purpose, max_tokens=max_tokens,
+                                temperature=temperature) as span:
+            try:
+                out = self._complete(
+                    messages, schema=schema, choices=choices, max_tokens=max_tokens,
+                    temperature=temperature, purpose=purpose,
+                )
+            except LLMError as e:
+                if e.attempts:
+                    self._count(purpose, 0, 0, 0, attempts=e.attempts, retry_wait=e.retry_wait)
+                raise
+            telemetry.llm_done(span, out)
+        self._count(purpose, out.prompt_tokens, out.completion_tokens, 1,
+                    attempts=out.attempts, retry_wait=out.retry_wait)
         return out
 
     @abstractmethod

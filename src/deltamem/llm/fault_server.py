@@ -21,7 +21,13 @@ The first five are transport faults a client must retry; ``offschema`` reaches t
 A valid completion's text: when the request asks for a JSON schema (``response_format``
 ``json_schema``) the simplest instance of it (first enum value, first alternative,
 required properties only, strings ``"ok"``), otherwise ``"ok"``; ``answer(request)``
-replaces that. Token counts are 10 prompt + 5 completion per reply.
+replaces that; :func:`hashed_answer` is a scripted policy for whole runs (a choice among
+the request's ``action`` enum picked by a hash of its messages: deterministic, varied, and
+independent of the order requests arrive in). Token counts are 10 prompt + 5 completion per
+reply, or with ``token_counts="words"`` the whitespace words of the request's messages and
+of the answer (so a run's cost table has figures that scale with its prompts). ``delay``
+seconds pass before each answer (a model's latency), so a run through the
+server takes the time an API model would.
 
 ``log`` records every request: its index, the fault served and the request body, so a test
 can check that a client's counts (attempts, retries) match what the server saw.
@@ -37,6 +43,7 @@ can check that a client's counts (attempts, retries) match what the server saw.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -45,7 +52,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FAULTS", "RETRIED", "FaultServer", "LogEntry", "instance_of"]
+__all__ = ["FAULTS", "RETRIED", "FaultServer", "LogEntry", "hashed_answer", "instance_of"]
 
 FAULTS = ("ok", "timeout", "429", "500", "close", "nonjson", "offschema")
 """Every fault the server can serve."""
@@ -101,6 +108,8 @@ class FaultServer:
         answer: text of a valid completion for a request body (default: module doc).
         retry_after: the ``Retry-After`` seconds of a 429.
         stall: how long a ``timeout`` fault keeps the client waiting.
+        delay: seconds every answer (``ok``, ``offschema``) takes, like a model's latency.
+        token_counts: ``"fixed"`` (10 prompt + 5 completion tokens) or ``"words"``.
     """
 
     def __init__(
@@ -110,7 +119,12 @@ class FaultServer:
         answer: Callable[[dict[str, Any]], str] | None = None,
         retry_after: float = 0.0,
         stall: float = 2.0,
+        delay: float = 0.0,
+        token_counts: str = "fixed",
     ) -> None:
+        if token_counts not in ("fixed", "words"):
+            raise ValueError(f"token_counts must be fixed or words, not {token_counts!r}")
+        self.token_counts = token_counts
         for f in (plan if not callable(plan) else ()):
             if f not in FAULTS:
                 raise ValueError(f"unknown fault {f!r}; use one of {FAULTS}")
@@ -118,6 +132,7 @@ class FaultServer:
         self.answer = answer or default_answer
         self.retry_after = retry_after
         self.stall = stall
+        self.delay = delay
         self.log: list[LogEntry] = []
         self._lock = threading.Lock()
         self._http: ThreadingHTTPServer | None = None
@@ -143,7 +158,7 @@ class FaultServer:
             def do_POST(self) -> None:
                 server._handle(self)
 
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._http = _Server(("127.0.0.1", 0), Handler)
         self._http.daemon_threads = True
         self._thread = threading.Thread(target=self._http.serve_forever, daemon=True,
                                         name="fault-server")
@@ -205,9 +220,14 @@ class FaultServer:
         elif fault == "nonjson":
             status, payload = 200, b"<html><body>502 Bad Gateway (cut)</body></html>"
         else:
+            if self.delay > 0:
+                time.sleep(self.delay)
             text = ('{"unexpected": "this reply ignores the schema"}' if fault == "offschema"
                     else self.answer(body))
-            status, payload = 200, _completion(text, str(body.get("model", "fault")))
+            counts = (10, 5) if self.token_counts == "fixed" else (
+                sum(len(str(m.get("content", "")).split()) for m in body.get("messages", [])
+                    if isinstance(m, dict)), len(text.split()))
+            status, payload = 200, _completion(text, str(body.get("model", "fault")), *counts)
         try:
             h.send_response(status)
             h.send_header("Content-Type", "application/json")
@@ -218,6 +238,23 @@ class FaultServer:
             h.wfile.write(payload)
         except OSError:  # the client went away
             h.close_connection = True
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # many concurrent clients (deltamem run --concurrency)
+
+
+def hashed_answer(request: dict[str, Any]) -> str:
+    """A scripted policy: for a request whose schema has an ``action`` enum (constrained
+    action choice), the enum value at ``sha256(messages) % len``; otherwise
+    :func:`default_answer`. The same request always gets the same answer."""
+    fmt = request.get("response_format") or {}
+    schema = fmt.get("json_schema", {}).get("schema", {}) if isinstance(fmt, dict) else {}
+    options = ((schema.get("properties") or {}).get("action") or {}).get("enum")
+    if not options:
+        return default_answer(request)
+    digest = hashlib.sha256(json.dumps(request.get("messages"), sort_keys=True).encode())
+    return json.dumps({"action": options[int(digest.hexdigest(), 16) % len(options)]})
 
 
 def default_answer(request: dict[str, Any]) -> str:
@@ -233,10 +270,11 @@ def _error(message: str) -> bytes:
     return json.dumps({"error": {"message": message, "type": "server_error"}}).encode()
 
 
-def _completion(text: str, model: str) -> bytes:
+def _completion(text: str, model: str, prompt: int = 10, completion: int = 5) -> bytes:
     return json.dumps({
         "id": "chatcmpl-fault", "object": "chat.completion", "created": 0, "model": model,
         "choices": [{"index": 0, "finish_reason": "stop",
                      "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion},
     }).encode()

@@ -18,10 +18,21 @@ Contract:
   at least the server's ``Retry-After`` when given, at most 60 s), up to
   ``max_retries`` retries after the first try. Any other 4xx fails at once.
   Failure raises :class:`~deltamem.errors.LLMError` with the status and message.
+  Every failure message names the URL tried (``<base_url>/chat/completions``).
   Every retry is logged as a warning (what failed, which retry, how long the wait)
   and counted: the :class:`~deltamem.llm.base.Completion` carries the attempts and
   the seconds waited, which :class:`~deltamem.llm.base.BaseLLM` adds to ``usage``
   per purpose (a call that fails for good still counts its attempts).
+* Rate limits slow calls down instead of failing them: a 429 does not use up
+  ``max_retries``; it is retried (delay as above, the exponent capped at 6) until the
+  call has waited ``rate_limit_patience`` seconds on 429s. A 429 also closes a gate
+  shared by every thread using this client: no other thread sends until the delay has
+  passed (their wait is counted in their ``retry_wait``), so ``deltamem run
+  --concurrency N`` backs off as a pool.
+* A connection *refused* by a server on this machine (``is_local_url``) is not retried:
+  nothing listens there, and waiting will not start it. It raises
+  :class:`~deltamem.errors.LLMUnavailableError` at once, naming the address (a remote
+  host's refusal, a reset or a timeout is retried as above).
 * ``schema`` is sent as ``response_format={"type": "json_schema", ...,
   "strict": True}`` when ``use_json_schema``. If the server answers 400 about
   ``response_format``/``json_schema``, the client switches (for this and every
@@ -38,6 +49,7 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -55,6 +67,7 @@ LOCAL_PLACEHOLDER_KEY = "local"
 
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 _MAX_DELAY = 60.0
+_OPENAI_DEFAULT = "https://api.openai.com/v1"
 _RETRY_STATUS_MIN = 500
 
 
@@ -128,6 +141,9 @@ class OpenAICompatLLM(BaseLLM):
             mock transport; proxies and custom TLS go here too).
         use_json_schema: ask for ``json_schema`` structured output first; when
             False, use ``json_object`` mode from the start.
+        rate_limit_patience: seconds one call may spend waiting on HTTP 429 replies; 429s
+            are retried until then without using up ``max_retries`` (a rate limit slows
+            the calls down instead of failing them).
 
     ``sleep`` (attribute) is the function used to wait between tries; tests replace it.
     """
@@ -143,6 +159,7 @@ class OpenAICompatLLM(BaseLLM):
         backoff: float = 1.0,
         http_client: Any = None,
         use_json_schema: bool = True,
+        rate_limit_patience: float = 600.0,
     ) -> None:
         super().__init__()
         self.model = model
@@ -153,15 +170,24 @@ class OpenAICompatLLM(BaseLLM):
         self.backoff = backoff
         self.http_client = http_client
         self.use_json_schema = use_json_schema
+        self.rate_limit_patience = rate_limit_patience
         self.name = f"openai:{model}"
         self.sleep: Callable[[float], None] = time.sleep
         self._rng = check_random_state(None)
         self._json_schema_ok = use_json_schema
         self._client: Any = None
+        self._client_lock = threading.Lock()
+        self._gate_lock = threading.Lock()
+        self._gate_until = 0.0  # time.monotonic() before which no thread sends (429 gate)
+        self._gate_owner: int | None = None  # the thread whose 429 set the gate
 
     # -- setup -------------------------------------------------------------------------------
 
     def _get_client(self) -> Any:
+        with self._client_lock:
+            return self._make_client()
+
+    def _make_client(self) -> Any:
         if self._client is not None:
             return self._client
         if not self.model:
@@ -191,6 +217,12 @@ class OpenAICompatLLM(BaseLLM):
             kwargs["http_client"] = self.http_client
         self._client = openai.OpenAI(**kwargs)
         return self._client
+
+    @property
+    def endpoint(self) -> str:
+        """The URL calls go to (``<base_url>/chat/completions``), named in every failure."""
+        base = self.base_url or os.environ.get("OPENAI_BASE_URL") or _OPENAI_DEFAULT
+        return base.rstrip("/") + "/chat/completions"
 
     # -- calls -------------------------------------------------------------------------------
 
@@ -255,7 +287,11 @@ class OpenAICompatLLM(BaseLLM):
         import openai
 
         attempts = self.max_retries + 1
-        for attempt in range(attempts):
+        failures = 0  # retryable failures other than 429, against max_retries
+        limited = 0  # 429 replies, against rate_limit_patience
+        limited_wait = 0.0
+        while True:
+            self._wait_at_gate(tries)
             tries.attempts += 1
             try:
                 response = client.chat.completions.create(**request)
@@ -268,23 +304,46 @@ class OpenAICompatLLM(BaseLLM):
                 detail = f"HTTP {status}: {_message(e)}"
                 retry_after = _retry_after(e)
             except openai.APIConnectionError as e:  # includes APITimeoutError
-                retryable, retry_after = True, None
+                retryable, retry_after, status = True, None, 0
                 detail = f"{type(e).__name__}: {e}"
+                if _refused(e) and is_local_url(self.endpoint):
+                    raise LLMUnavailableError(
+                        f"{self.name}: nothing is listening at {self.endpoint} (connection "
+                        f"refused); start the server there or point --llm/base_url at "
+                        f"another address", attempts=tries.attempts, retry_wait=tries.wait,
+                    ) from e
             except (json.JSONDecodeError, openai.APIResponseValidationError, _NotACompletion) as e:
-                retryable, retry_after = True, None
+                retryable, retry_after, status = True, None, 0
                 detail = f"the reply is not a chat completion ({_short(e)})"
             if not retryable:
-                raise LLMError(f"{self.name} call for {purpose!r} failed: {detail}",
-                               attempts=tries.attempts, retry_wait=tries.wait)
-            if attempt == attempts - 1:
-                raise LLMError(
-                    f"{self.name} call for {purpose!r} failed after {attempts} tries: {detail}",
-                    attempts=tries.attempts, retry_wait=tries.wait,
-                )
-            delay = self._delay(attempt, retry_after)
+                raise LLMError(f"{self.name} call for {purpose!r} to {self.endpoint} failed: "
+                               f"{detail}", attempts=tries.attempts, retry_wait=tries.wait)
+            if status == 429:
+                delay = self._delay(min(limited, 6), retry_after)
+                if limited_wait + delay > self.rate_limit_patience:
+                    raise LLMError(
+                        f"{self.name} call for {purpose!r} to {self.endpoint} still rate "
+                        f"limited after {limited + 1} tries and {limited_wait:.0f} s of waiting "
+                        f"(rate_limit_patience {self.rate_limit_patience:g} s): {detail}",
+                        attempts=tries.attempts, retry_wait=tries.wait,
+                    )
+                limited += 1
+                limited_wait += delay
+                self._close_gate(delay)
+                note = f"rate limited ({limited})"
+            else:
+                if failures == attempts - 1:
+                    raise LLMError(
+                        f"{self.name} call for {purpose!r} to {self.endpoint} failed after "
+                        f"{attempts} tries: {detail}",
+                        attempts=tries.attempts, retry_wait=tries.wait,
+                    )
+                delay = self._delay(failures, retry_after)
+                failures += 1
+                note = f"{failures}/{self.max_retries}"
             tries.wait += delay
-            log.warning("%s (%s): %s; retry %d/%d in %.1f s", self.name, purpose, detail,
-                        attempt + 1, self.max_retries, delay)
+            log.warning("%s (%s) at %s: %s; retry %s in %.1f s", self.name, purpose,
+                        self.endpoint, detail, note, delay)
             self.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -302,6 +361,24 @@ class OpenAICompatLLM(BaseLLM):
         if not isinstance(text, str):
             raise _NotACompletion(f"message content is {type(text).__name__}")
         return text
+
+    def _close_gate(self, delay: float) -> None:
+        """After a 429: no thread of this client sends for ``delay`` seconds (the gate)."""
+        with self._gate_lock:
+            until = time.monotonic() + delay
+            if until > self._gate_until:
+                self._gate_until = until
+                self._gate_owner = threading.get_ident()
+
+    def _wait_at_gate(self, tries: _Tries) -> None:
+        """Hold this request while another thread's 429 has closed the gate; the wait is
+        counted with the call's ``retry_wait``."""
+        with self._gate_lock:
+            wait = self._gate_until - time.monotonic()
+            mine = self._gate_owner == threading.get_ident()
+        if wait > 0 and not mine:  # the thread that closed it sleeps through it anyway
+            tries.wait += wait
+            self.sleep(wait)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         delay = self.backoff * (2**attempt) * self._rng.uniform(0.5, 1.5)
@@ -381,6 +458,21 @@ def _message(e: Any) -> str:
 def _about_format(e: Any) -> bool:
     text = (_message(e) + " " + json.dumps(getattr(e, "body", None), default=str)).lower()
     return "response_format" in text or "json_schema" in text
+
+
+def _refused(e: BaseException) -> bool:
+    """True when ``e`` (or an exception it wraps) is a refused TCP connection."""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, ConnectionRefusedError):
+            return True
+        text = str(cur).lower()
+        if "connection refused" in text or "errno 111" in text:
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def _retry_after(e: Any) -> float | None:

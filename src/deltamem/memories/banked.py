@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 from abc import abstractmethod
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
 from pathlib import Path
@@ -39,6 +40,7 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ValidationError
 
+from deltamem import telemetry
 from deltamem.domains import get_domain
 from deltamem.embed.base import Embedder
 from deltamem.errors import (
@@ -62,6 +64,14 @@ log = logging.getLogger("deltamem.memory")
 class _Replan(Exception):
     """Raised by :meth:`BankedMemory._check_plan`: the bank changed under the plan's
     decision; the learn's transaction rolls back and the plan is made again."""
+
+
+def _store_id(store: Any) -> str:
+    """A bank's name in spans: its file name (no folders), or the store's path."""
+    path = str(getattr(store, "path", "") or "")
+    if "://" in path:  # a database URL: no credentials in telemetry
+        return path.split("://", 1)[0] + "://" + path.rsplit("/", 1)[-1]
+    return Path(path).name or path or "memory"
 
 
 class BankedMemory(Memory):
@@ -128,6 +138,18 @@ class BankedMemory(Memory):
         invalid LLM output is rejected (Change ``rejected``, logged in the bank's
         rejections), never stored. See the module docstring for the steps.
         """
+        with telemetry.memory_span("update_memory", system=self.name,
+                                   store=_store_id(self.store)) as span:
+            changes = self._learn(episode, recall)
+            kinds = Counter(c.kind for c in changes)
+            telemetry.set_attributes(span, {
+                "gen_ai.memory.record.count": sum(kinds[k] for k in kinds
+                                                  if k not in ("unchanged", "skipped")),
+                **{f"deltamem.changes.{k}": n for k, n in sorted(kinds.items())},
+            })
+            return changes
+
+    def _learn(self, episode: Episode, recall: Recall | None) -> Changes:
         self._check_learnable(episode)
         if self.store.is_learned(episode.id):
             return self._unchanged(episode)

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from deltamem import telemetry
 from deltamem.embed.base import Embedder
 from deltamem.errors import (
     BankNotEmpty,
@@ -81,7 +82,7 @@ class TenantBanks:
         exist and ``create`` is False."""
         loc = self.space.location(tenant, bank)
         try:
-            with self.banks.use(loc, create=create) as mem:
+            with telemetry.tenant(tenant), self.banks.use(loc, create=create) as mem:
                 yield mem
         except BankNotFound:
             raise BankNotFound(f"no bank named {bank!r}") from None

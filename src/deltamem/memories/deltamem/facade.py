@@ -11,11 +11,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from deltamem import telemetry
 from deltamem.core.payload import TreeName
 from deltamem.core.tree import BestNode, Node, ResidualTree
 from deltamem.embed.base import Embedder
 from deltamem.extract.base import Extractor
-from deltamem.memories.banked import BankedMemory, _Replan
+from deltamem.memories.banked import BankedMemory, _Replan, _store_id
 from deltamem.memories.deltamem import decision, forgetting, render, search
 from deltamem.memories.deltamem.bank import BankView, set_durability
 from deltamem.memories.deltamem.config import (
@@ -174,7 +175,23 @@ class DeltaMem(BankedMemory):
         chains as an earlier one since the bank last changed is not rendered again
         (:class:`render.RecallCache`).
         """
-        return self.recalls.recall(self.match(task))
+        with telemetry.memory_span("search_memory", system=self.name,
+                                   store=_store_id(self.store)) as span:
+            recall = self.recalls.recall(self.match(task))
+            if span.is_recording():
+                attrs: dict[str, Any] = {"gen_ai.memory.record.count": len(recall.items)}
+                for tree, m in recall.matches.items():
+                    attrs[f"deltamem.match.{tree}.score"] = m.score
+                    attrs[f"deltamem.match.{tree}.accepted"] = m.accepted
+                    attrs[f"deltamem.match.{tree}.tau"] = m.tau
+                task_match = recall.matches.get("task")
+                if task_match is not None and task_match.accepted:
+                    attrs["gen_ai.memory.record.id"] = task_match.node_id
+                if telemetry.capture_content():
+                    attrs["gen_ai.memory.query.text"] = self.queries(task).get("task")
+                    attrs["gen_ai.memory.records"] = recall.text
+                telemetry.set_attributes(span, attrs)
+            return recall
 
     # -- learn (§3.2, §3.4, §3.5): the hooks of BankedMemory.learn ---------------------------
     def learn(self, episode: Episode, recall: Recall | None = None) -> Changes:
@@ -272,7 +289,13 @@ class DeltaMem(BankedMemory):
 
         Returns the nodes removed (or that would be), parents before children.
         """
-        return forgetting.prune(self.bank, policies, dry_run=dry_run)
+        with telemetry.memory_span("delete_memory", system=self.name,
+                                   store=_store_id(self.store),
+                                   attributes={"deltamem.policies": list(policies),
+                                               "deltamem.dry_run": dry_run}) as span:
+            removed = forgetting.prune(self.bank, policies, dry_run=dry_run)
+            telemetry.set_attributes(span, {"gen_ai.memory.record.count": len(removed)})
+            return removed
 
     def export(self, path: str | Path) -> int:
         """Write this bank to the JSONL file ``path`` (the same records as ``deltamem
@@ -293,6 +316,10 @@ class DeltaMem(BankedMemory):
         """
         from deltamem.store.factory import import_bank_file
 
-        import_bank_file(source, bank, config_check=check_bank_config)
+        with telemetry.memory_span("create_memory", system=cls.name,
+                                   store=Path(str(bank)).name,
+                                   attributes={"deltamem.import.format": "jsonl"}) as span:
+            n = import_bank_file(source, bank, config_check=check_bank_config)
+            telemetry.set_attributes(span, {"gen_ai.memory.record.count": n})
         return cls.open(bank, embedder=embedder, extractor=extractor, **overrides)
 
