@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from deltamem.cli.options import Bank, Json
+from deltamem.cli.options import EMBEDDER, FORMAT, Bank, Json
 from deltamem.errors import DeltaMemError
 
 __all__ = ["common_start", "register", "tree_show"]
@@ -180,10 +180,7 @@ def export_cmd(
     bank: Bank,
     out: Annotated[Path, typer.Argument(help="JSONL file to write (a folder with --format "
                                         "skills).")],
-    format: Annotated[
-        str, typer.Option("--format", help="jsonl: every record of the bank; skills: the "
-                          "Task-Tree's successful chains as SKILL.md folders.")
-    ] = "jsonl",
+    format: Annotated[str, FORMAT()] = "jsonl",
 ) -> None:
     """Write a bank's records to a JSONL file, or its skills as SKILL.md folders."""
     if format == "skills":
@@ -205,14 +202,10 @@ def import_cmd(
                                            "folder of SKILL.md folders with --format skills).")],
     bank: Annotated[str, typer.Argument(help="New bank to create (must not hold nodes; with "
                                         "--format skills it may).")],
-    format: Annotated[
-        str, typer.Option("--format", help="jsonl or skills (SKILL.md folders).")
-    ] = "jsonl",
-    embedder: Annotated[
-        str | None,
-        typer.Option(help="--format skills: the bank's embedder (default: the one the "
-                     "export's manifest names, else the bank's, else minilm).")
-    ] = None,
+    format: Annotated[str, FORMAT()] = "jsonl",
+    embedder: Annotated[str | None, EMBEDDER(
+        "with --format skills, the one the export's manifest names, else the bank's, else "
+        "minilm")] = None,
 ) -> None:
     """Load a JSONL export into a new bank, or SKILL.md folders into a bank."""
     if format == "skills":
