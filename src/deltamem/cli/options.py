@@ -25,11 +25,47 @@ from typing import Annotated, Any
 import typer
 
 __all__ = [
-    "ADDRESS", "BANK", "BOOTSTRAP_SEED", "CONFIG", "CONSTRAINED", "DOMAIN", "EMBEDDER",
-    "ENGINE", "ENV", "ENV_OPTIONS", "EPISODES", "EXTRACTOR", "FORMAT", "GUIDE", "HOST", "JSON",
-    "JUDGE", "KEYS", "KMEANS_SEED", "LLM", "MEMORY_OPTIONS", "N_BOOT", "PER_COMMAND", "PLOTS",
-    "PORT", "SHARED", "SPLIT", "TASK_SEED", "TRAIN_EPISODES", "WORKERS", "Bank", "BootstrapSeed",
-    "Domain", "Host", "Json", "Keys", "MemoryOptions", "NBoot", "Plots", "Shared",
+    "ADDRESS",
+    "BANK",
+    "BOOTSTRAP_SEED",
+    "CONFIG",
+    "CONSTRAINED",
+    "DOMAIN",
+    "EMBEDDER",
+    "ENGINE",
+    "ENV",
+    "ENV_OPTIONS",
+    "EPISODES",
+    "EXTRACTOR",
+    "FORMAT",
+    "GUIDE",
+    "HOST",
+    "JSON",
+    "JUDGE",
+    "KEYS",
+    "KMEANS_SEED",
+    "LLM",
+    "MEMORY_OPTIONS",
+    "N_BOOT",
+    "PER_COMMAND",
+    "PLOTS",
+    "PORT",
+    "PRICES",
+    "SHARED",
+    "SPLIT",
+    "TASK_SEED",
+    "TRAIN_EPISODES",
+    "WORKERS",
+    "Bank",
+    "BootstrapSeed",
+    "Domain",
+    "Host",
+    "Json",
+    "Keys",
+    "MemoryOptions",
+    "NBoot",
+    "Plots",
+    "Shared",
 ]
 
 
@@ -72,6 +108,8 @@ LLM = _shared("--llm", help="LLM: local (bundled SmolLM2) | local:PATH.gguf | op
               "scripted.")
 EMBEDDER = _shared("--embedder", help="Embedder (a bank keeps the one it was built with): "
                    "minilm (bundled) | hashing[:DIM] | st:MODEL | wordllama.")
+PRICES = _shared("--prices", help="Price table (TOML, per model, per 1M tokens in/out) for "
+                 "the report's cost section.")
 FORMAT = _shared("--format", help="jsonl (every record of a bank) or skills (the Task-Tree's "
                  "successful chains as SKILL.md folders).")
 EXTRACTOR = _shared("--extractor", help="How experience is extracted: structural (rules, no "
@@ -115,7 +153,7 @@ PORT = _shared("--port", help="Port the HTTP server listens on.")
 SHARED: tuple[Shared, ...] = (
     CONFIG, ENV, SPLIT, TASK_SEED, EPISODES, TRAIN_EPISODES, LLM, EMBEDDER, EXTRACTOR, GUIDE,
     CONSTRAINED, JUDGE, MEMORY_OPTIONS, ENV_OPTIONS, ENGINE, ADDRESS, WORKERS, BOOTSTRAP_SEED,
-    N_BOOT, PLOTS, JSON, KMEANS_SEED, DOMAIN, KEYS, HOST, PORT, FORMAT,
+    N_BOOT, PLOTS, JSON, KMEANS_SEED, DOMAIN, KEYS, HOST, PORT, FORMAT, PRICES,
 )
 """Every shared option (the test walks the commands against it)."""
 

@@ -20,10 +20,6 @@ __all__ = ["register"]
 
 console = Console()
 
-PRICES = typer.Option(
-    help="Price table (TOML, per model, per 1M tokens in/out) for the report's cost "
-         "section (default: $DELTAMEM_PRICES, else prices.toml in the run directory).")
-
 
 def register(app: typer.Typer) -> None:
     """Add ``run``, ``sweep``, ``report`` and ``demo`` to the ``deltamem`` app."""
@@ -99,7 +95,8 @@ def run(
                    "and both are recorded"),
     ] = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip report.md.")] = False,
-    prices: Annotated[Path | None, PRICES] = None,
+    prices: Annotated[Path | None, opts.PRICES(
+        "$DELTAMEM_PRICES, else prices.toml in the run directory")] = None,
 ) -> None:
     """Run (or resume) a benchmark: recall → play → learn over a task stream.
 
@@ -191,7 +188,8 @@ def sweep(
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory made by `deltamem run`.")],
     plots: opts.Plots = True,
-    prices: Annotated[Path | None, PRICES] = None,
+    prices: Annotated[Path | None, opts.PRICES(
+        "$DELTAMEM_PRICES, else prices.toml in the run directory")] = None,
 ) -> None:
     """Write report.md (and PNG plots) for a run directory, with what the run cost."""
     from deltamem.bench import report as make_report
