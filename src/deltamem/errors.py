@@ -17,6 +17,8 @@ the module named in brackets re-exports it where it was first defined)::
     │   ├── BankReadOnlyError       the bank (file, folder or medium) cannot be written
     │   ├── StorageFullError        the disk (or the bank's size limit) is full
     │   ├── InvalidImportError      an import's records break an invariant; nothing written
+    │   │   └── IncompleteExportError   an export's header/trailer say records are missing
+    │   │                               or altered (a cut file); nothing written
     │   ├── BankNotFound            a tenant has no bank of that name (HTTP 404)
     │   │                           [service.banks, service]
     │   └── BankNotEmpty            an import into a bank that has nodes (HTTP 409)
@@ -92,6 +94,12 @@ class StorageFullError(StoreError):
 class InvalidImportError(StoreError, ValueError):
     """Records of an import break an invariant of the bank (which record and why);
     the whole import was refused and nothing was written."""
+
+
+class IncompleteExportError(InvalidImportError):
+    """An export's header and trailer (:mod:`deltamem.store.frames`) say it is not whole:
+    no trailer (a cut file), records missing or a checksum that disagrees. The message names
+    what is missing; nothing was written (``--partial`` imports what is there)."""
 
 
 class BankNotFound(StoreError):

@@ -61,17 +61,17 @@ def test_export_imports_into_an_empty_bank_only(tmp_path: Path) -> None:
     svc = service(tmp_path)
     svc.learn("alice", "kitchen", make_episode(GOAL))
     records = svc.export("alice", "kitchen")
-    assert records[0]["type"] == "meta"
+    assert records[0]["type"] == "header" and records[1]["type"] == "meta"
     assert svc.import_("alice", "copy", records).nodes == 2
     assert svc.stats("alice", "copy").nodes == svc.stats("alice", "kitchen").nodes
     with pytest.raises(BankNotEmpty):
         svc.import_("alice", "copy", records)
     with pytest.raises(InvalidImportError, match="meta record"):
-        svc.import_("alice", "other", records[1:])
+        svc.import_("alice", "other", records[2:])
     assert "other" not in svc.list("alice")  # the bank made for a failed import is gone
-    other = {**records[0], "embedder_name": "minilm", "embedder_dim": 384}
+    other = {**records[1], "embedder_name": "minilm", "embedder_dim": 384}
     with pytest.raises(EmbedderMismatchError):
-        svc.import_("alice", "other", [other, *records[1:]])
+        svc.import_("alice", "other", [records[0], other, *records[2:]])
     svc.close()
 
 
