@@ -47,6 +47,7 @@ from deltamem.errors import (
     EmbedderMismatchError,
     InvalidInputError,
     StoreError,
+    explain_validation,
 )
 from deltamem.llm.base import LLMClient
 from deltamem.memories.plan import Plan, Rejection, apply
@@ -259,7 +260,8 @@ class ItemBankedMemory(BankedMemory):
         except ConfigError:
             raise
         except ValidationError as e:
-            raise ConfigError(f"invalid {self.name} configuration: {e}") from e
+            raise ConfigError(
+                f"invalid {self.name} configuration: {explain_validation(e)}") from e
 
     def _record(self, meta: Mapping[str, Any], config: BaseModel) -> None:
         """With an embedder: check it against the bank's (:meth:`_check_embedder`) and, on a
