@@ -207,11 +207,11 @@ class TenantBanks:
                 if mem.store.load_nodes():
                     raise BankNotEmpty(f"bank {bank!r} already has nodes; import needs "
                                        "an empty bank")
-                stream = Unframe(records, partial=partial)
+                stream = Unframe(records, partial=partial, partial_hint='"partial": true')
                 try:
                     n = mem.store.import_records(stream)
                 except InvalidImportError as e:
-                    raise InvalidImportError(f"cannot import: {e}") from e
+                    raise type(e)(f"cannot import: {e}") from e
         except BaseException:
             if not existed:
                 self.banks.forget(loc)

@@ -176,10 +176,12 @@ class Unframe:
     """
 
     def __init__(self, records: Iterable[Any], *, partial: bool = False,
-                 source: str = "the export") -> None:
+                 source: str = "the export",
+                 partial_hint: str = "--partial (partial=True)") -> None:
         self._records = records
         self.partial = partial
         self.source = source
+        self.partial_hint = partial_hint
         self.cut_line: int | None = None
         self.result = Completeness()
 
@@ -239,8 +241,8 @@ class Unframe:
             if self.cut_line is not None and not self.partial:
                 raise IncompleteExportError(
                     f"{self.source} is not whole: its last line ({self.cut_line}) is cut off "
-                    "mid-record (the file was cut short). Nothing was imported; import what "
-                    "is there with --partial (partial=True)")
+                    "mid-record (the export was cut short). Nothing was imported; import what "
+                    f"is there with {self.partial_hint}")
             res.notes.append(
                 f"{self.source} has no header or trailer (written before deltamem exports "
                 "carried them): whether it is complete cannot be checked" + cut)
@@ -251,10 +253,10 @@ class Unframe:
         if head is not None and tail is not None and dict(head["counts"]) != dict(tail["counts"]):
             problems.append("its header and trailer announce different counts")
         if tail is None:
-            problems.append("it has no trailer (the file was cut short)" + cut)
+            problems.append("it has no trailer (the export was cut short)" + cut)
         else:
             if head is None:
-                problems.append("it has no header (the start of the file is missing)")
+                problems.append("it has no header (its start is missing)")
             if self.cut_line is not None:
                 problems.append(f"a cut-off line ({self.cut_line}) follows its trailer")
         diff = compare(expected, tally.counts)
@@ -270,7 +272,7 @@ class Unframe:
         if not self.partial:
             raise IncompleteExportError(
                 f"{self.source} is not whole: {what}. Nothing was imported; import what is "
-                "there with --partial (partial=True)")
+                f"there with {self.partial_hint}")
         skipped = res.skipped
         res.notes.append(f"{self.source} is not whole: {what}")
         if skipped:
