@@ -28,6 +28,7 @@ Prints one Markdown row per operation × store; exits 1 when any bank failed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -133,7 +134,7 @@ def invariants(loc: str, *, pruned: bool = False) -> list[str]:
                 bad.append("integrity check fails")
         finally:
             mem.close()
-    except Exception as e:  # noqa: BLE001 - any failure to open is the finding
+    except Exception as e:
         return [f"does not open: {type(e).__name__}: {e}"]
     recs = records(loc)
     nodes = {r["id"]: r for r in recs if r["type"] == "node"}
@@ -209,17 +210,15 @@ def kill_child(target: Callable[[], None], delay: float) -> None:
         try:
             os.write(w, b"r")
             target()
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             code = 3
         os._exit(code)
     os.close(w)
     try:
         os.read(r, 1)
         time.sleep(delay)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         os.waitpid(pid, 0)
     finally:
         os.close(r)
@@ -306,7 +305,7 @@ def run_library_op(op: str, store: str, kills: int, stores: Stores, rng: random.
                 row.equal += 1
             else:
                 row.problems.append(f"{op}/{store}: re-run differs from the uninterrupted run")
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             row.problems.append(f"{op}/{store}: re-run failed: {type(e).__name__}: {e}")
         stores.drop(loc)
     return row
@@ -370,7 +369,7 @@ def run_service_learn(store: str, kills: int, stores: Stores, rng: random.Random
     stop_replicas(reps)
     ref = location(st, bank)
     want = snapshot(ref)
-    assert not invariants_service(ref), invariants_service(ref)
+    assert not invariants(ref), invariants(ref)
     for _ in range(kills):
         st = storage()
         bank = f"k{uuid.uuid4().hex[:6]}"
@@ -385,7 +384,7 @@ def run_service_learn(store: str, kills: int, stores: Stores, rng: random.Random
         row.kills += 1
         loc = location(st, bank)
         exists = store != "sqlite" or Path(loc).exists()
-        problems = invariants_service(loc) if exists else []
+        problems = invariants(loc) if exists else []
         if problems:
             row.failed += 1
             row.problems.append(f"service-learn/{store}: {problems[:3]}")
@@ -400,17 +399,13 @@ def run_service_learn(store: str, kills: int, stores: Stores, rng: random.Random
             send_all(reps[0].port, bank)
         finally:
             stop_replicas(reps)
-        if snapshot(loc) == want and not invariants_service(loc):
+        if snapshot(loc) == want and not invariants(loc):
             row.equal += 1
         else:
             row.problems.append(f"service-learn/{store}: re-run differs")
         stores.drop(loc)
     stores.drop(ref)
     return row
-
-
-def invariants_service(loc: str) -> list[str]:
-    return invariants(loc)
 
 
 def main() -> int:
