@@ -96,9 +96,12 @@ def records(loc: str) -> list[dict[str, Any]]:
 
 def snapshot(loc: str) -> str:
     """SHA-256 of the bank's records with node ids replaced by (tree, episode, origin, kind,
-    label) keys and wall-clock times left out: equal for two runs of the same operations."""
+    label) keys, ``seq`` by its rank and wall-clock times left out: equal for two runs of the
+    same operations. (On PostgreSQL a killed transaction still uses up the sequence numbers
+    it drew, so ``seq`` may have gaps; the order is what the bank relies on.)"""
     recs = records(loc)
     nodes = [r for r in recs if r["type"] == "node"]
+    rank = {q: i for i, q in enumerate(sorted(n["seq"] for n in nodes))}
     key = {n["id"]: [n["tree"], n["episode_id"], n["origin"], n["kind"], n["label"],
                      n["depth"]] for n in nodes}
     out: list[Any] = []
@@ -106,6 +109,8 @@ def snapshot(loc: str) -> str:
         r = dict(r)
         for t in ("created_at", "learned_at"):
             r.pop(t, None)
+        if r["type"] == "node":
+            r["seq"] = rank[r["seq"]]
         for f in ("id", "parent_id", "source_id", "node_id"):
             if f in r:
                 r[f] = key.get(r[f], r[f] if r["type"] == "audit" else None)
@@ -274,6 +279,7 @@ def run_library_op(op: str, store: str, kills: int, stores: Stores, rng: random.
     action(ref)()
     row.op_s = time.perf_counter() - t
     want = snapshot(ref)
+    want_recs = records(ref)
     assert not invariants(ref, pruned=op == "prune"), invariants(ref, pruned=op == "prune")
     stores.drop(ref)
     for _ in range(kills):
@@ -305,6 +311,12 @@ def run_library_op(op: str, store: str, kills: int, stores: Stores, rng: random.
                 row.equal += 1
             else:
                 row.problems.append(f"{op}/{store}: re-run differs from the uninterrupted run")
+                dump = os.environ.get("KILL_LOOP_DUMP")
+                if dump:
+                    Path(dump).mkdir(parents=True, exist_ok=True)
+                    for name, recs in (("want", want_recs), ("got", records(loc))):
+                        Path(dump, f"{op}-{store}-{row.kills}-{name}.json").write_text(
+                            json.dumps(recs, indent=0, sort_keys=True))
         except Exception as e:
             row.problems.append(f"{op}/{store}: re-run failed: {type(e).__name__}: {e}")
         stores.drop(loc)

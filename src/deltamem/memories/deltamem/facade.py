@@ -106,8 +106,11 @@ class DeltaMem(BankedMemory):
         if embedder is not None:
             self._check_embedder(meta)
             # durability and the recall budget are chosen per open, never inherited from
-            # the bank: not stored
-            store.init_meta(embedder.name, embedder.dim, self.config.model_dump(exclude=PER_OPEN))
+            # the bank: not stored. Read-only: nothing is recorded (a bank a killed import
+            # left without meta opens, empty, instead of failing on a write)
+            if not readonly:
+                store.init_meta(embedder.name, embedder.dim,
+                                self.config.model_dump(exclude=PER_OPEN))
         self.dim = int(store.meta().get("embedder_dim") or (embedder.dim if embedder else 0))
         #: the store's Eq. 6 search when :meth:`match` uses it (``search`` auto/store), else None
         self.store_search: SearchStore | None = search.store_search(store, self.config)
