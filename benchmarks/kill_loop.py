@@ -178,6 +178,14 @@ class Stores:
 
         return BankSpace(str(self.pg_url)).location("kills", tag)
 
+    def exists(self, loc: str) -> bool:
+        """Whether there is a bank at ``loc`` (a killed first open may have left none)."""
+        if not loc.startswith("postgres"):
+            return Path(loc).exists()
+        from deltamem.service.banks import BankSpace
+
+        return BankSpace(str(self.pg_url)).exists(loc)
+
     def drop(self, loc: str) -> None:
         if loc.startswith("postgres"):
             from deltamem.store.postgres import drop_bank
@@ -286,16 +294,16 @@ def run_library_op(op: str, store: str, kills: int, stores: Stores, rng: random.
         loc = prepare()
         kill_child(action(loc), rng.uniform(0.0, row.op_s * 1.2 + 0.05))
         row.kills += 1
-        problems = invariants(loc, pruned=op == "prune") \
-            if (store != "sqlite" or Path(loc).exists()) else []
+        exists = stores.exists(loc)
+        problems = invariants(loc, pruned=op == "prune") if exists else []
         if problems:
             row.failed += 1
             row.problems.append(f"{op}/{store}: {problems[:3]}")
         else:
-            now = snapshot(loc) if (store != "sqlite" or Path(loc).exists()) else None
+            now = snapshot(loc) if exists else None
             if now == want:
                 row.after += 1
-            elif op == "learn":
+            elif op == "learn" and now is not None:
                 n = sum(r["type"] == "learned" for r in records(loc))
                 row.before += n == 0
                 row.mid += n > 0
@@ -395,7 +403,7 @@ def run_service_learn(store: str, kills: int, stores: Stores, rng: random.Random
         reps[0].process.wait()
         row.kills += 1
         loc = location(st, bank)
-        exists = store != "sqlite" or Path(loc).exists()
+        exists = stores.exists(loc)
         problems = invariants(loc) if exists else []
         if problems:
             row.failed += 1

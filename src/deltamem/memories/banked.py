@@ -133,6 +133,17 @@ class BankedMemory(Memory):
         if self.store.is_learned(episode.id):
             return self._unchanged(episode)
         prepared = self._prepare_learn(episode, recall)
+        try:
+            return self._learn_once(episode, recall, prepared)
+        except StoreError as e:
+            if not getattr(e, "rolled_back", False):
+                raise
+            # the store lost its connection mid-transaction and the server rolled the learn
+            # back (nothing of it is in the bank): one more try, on a new connection
+            log.warning("learn %s: %s; trying once more", episode.id, e)
+            return self._learn_once(episode, recall, prepared)
+
+    def _learn_once(self, episode: Episode, recall: Recall | None, prepared: Any) -> Changes:
         for locked in self._attempts():
             try:
                 with self.store.transaction() if locked else nullcontext():

@@ -14,6 +14,7 @@ from typing import Any
 from deltamem.core.payload import TreeName
 from deltamem.core.tree import BestNode, Node, ResidualTree
 from deltamem.embed.base import Embedder
+from deltamem.errors import StoreError
 from deltamem.extract.base import Extractor
 from deltamem.memories.banked import BankedMemory, _Replan
 from deltamem.memories.deltamem import decision, forgetting, render, search
@@ -172,8 +173,16 @@ class DeltaMem(BankedMemory):
         left out (``details["env"]["superseded"]`` lists them); with
         ``max_recall_tokens``, chains are cut to fit (``details["budget"]``). Items are the
         nodes shown, in prompt order (:func:`render.render`).
+
+        A PostgreSQL connection cut mid-read (the server rolled it back) is tried once more on
+        a new connection.
         """
-        return render.render(search.found(self.bank, self.match(task)), self.config)
+        try:
+            return render.render(search.found(self.bank, self.match(task)), self.config)
+        except StoreError as e:
+            if not getattr(e, "rolled_back", False):
+                raise
+            return render.render(search.found(self.bank, self.match(task)), self.config)
 
     # -- learn (§3.2, §3.4, §3.5): the hooks of BankedMemory.learn ---------------------------
     def learn(self, episode: Episode, recall: Recall | None = None) -> Changes:
