@@ -6,8 +6,8 @@ second thread terminates the bank's backend (``pg_terminate_backend``) every
 ``--every`` seconds on average (random), ``--cuts`` times. Every call's outcome is counted:
 ok, or an error (its text, grouped). Afterwards the bank is checked: its invariants (see
 ``kill_loop.invariants``), and it must equal a bank that learned exactly the episodes the
-ledger says were learned, in that order (nothing half-written). A call that fails is sent again (as a caller told of
-an error would), so the bank must end equal to an uninterrupted run.
+ledger says were learned, in that order (nothing half-written). A call that fails is sent
+again (as a caller told of an error would), so the bank must end equal to an uninterrupted run.
 
     python benchmarks/connection_cut.py [--cuts 40] [--episodes 60] [--every 0.15]
         [--pg-url postgresql://…]   # default: $DELTAMEM_TEST_PG_URL
@@ -28,10 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kill_loop import Stores, episode, invariants, open_mem, snapshot  # noqa: E402
+from kill_loop import Stores, episode, invariants, open_mem, snapshot
 
 
-def backend_pid(mem) -> int:  # noqa: ANN001
+def backend_pid(mem) -> int:
     return int(mem.store._exec("SELECT pg_backend_pid()").fetchone()[0])
 
 
@@ -94,7 +94,7 @@ def main() -> int:
                             mem.recall(ep.task)
                         outcomes[f"{call} ok" + (" (sent again)" if _attempt else "")] += 1
                         break
-                    except Exception as e:  # noqa: BLE001 - what the caller sees is the finding
+                    except Exception as e:
                         text = re.sub(r"\d+", "N", str(e))
                         text = re.sub(r"bank \S+", "bank B", text)[:150]
                         outcomes[f"{call} error: {type(e).__name__}: {text}"] += 1
@@ -103,7 +103,7 @@ def main() -> int:
                 with_pid = None
                 try:
                     with_pid = backend_pid(mem)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     outcomes["pid query error"] += 1
                 pid_box[0] = with_pid or 0
             if cuts >= args.cuts:
