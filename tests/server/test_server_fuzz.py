@@ -98,10 +98,10 @@ def _send(case: Any, key: dict[str, str] | None) -> Any:
     return case.call(headers=key or {})
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(autouse=True)
 def _report():
     yield
-    if REPORT:
+    if REPORT:  # after every operation, so a long run's figures survive an interruption
         Path(REPORT).write_text(json.dumps({"examples_per_operation": EXAMPLES, "routes": {
             k: dict(sorted(v.items())) for k, v in sorted(FIGURES.items())}}, indent=1))
 
