@@ -110,3 +110,30 @@ def test_the_moved_classes_keep_their_bases():
     failed = errors.CellFailed([(type("C", (), {"name": "a"})(), ValueError("x"))], total=3)
     assert str(failed) == ("1 of 3 cells failed (a); finished cells are kept, run again to "
                            "resume; a: x")
+
+
+@pytest.mark.parametrize(("option", "want"), [
+    ({"tau_task": "high"}, "option tau_task: expected a valid number or 'auto', got 'high'"),
+    ({"d_max": "abc"}, "option d_max: expected a valid integer, got 'abc'"),
+    ({"k_cons": -1}, "option k_cons: expected a value greater than or equal to 1, got -1"),
+    ({"nosuch": 1}, "option nosuch: no such option"),
+])
+def test_a_bad_memory_option_is_one_line_naming_it_and_the_expected_type(option, want):
+    """Issue 51: not pydantic's raw text with its URL (once per member of a union)."""
+    from deltamem.memories.deltamem.config import make_config
+
+    with pytest.raises(errors.ConfigError) as e:
+        make_config(None, **option)
+    msg = str(e.value)
+    assert msg == f"invalid DeltaMem configuration: {want}"
+    assert "\n" not in msg and "http" not in msg
+
+
+def test_a_bad_option_of_a_flat_memory_is_one_line_too():
+    from deltamem.embed import HashingEmbedder
+    from deltamem.memories import make_memory
+
+    with pytest.raises(errors.ConfigError) as e:
+        make_memory("synapse", embedder=HashingEmbedder(dim=16), options={"k": "high"})
+    assert str(e.value) == "invalid synapse configuration: option k: expected a valid " \
+        "integer, got 'high'"

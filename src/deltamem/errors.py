@@ -17,6 +17,8 @@ the module named in brackets re-exports it where it was first defined)::
     │   ├── BankReadOnlyError       the bank (file, folder or medium) cannot be written
     │   ├── StorageFullError        the disk (or the bank's size limit) is full
     │   ├── InvalidImportError      an import's records break an invariant; nothing written
+    │   │   └── IncompleteExportError   an export's header/trailer say records are missing
+    │   │                               or altered (a cut file); nothing written
     │   ├── BankNotFound            a tenant has no bank of that name (HTTP 404)
     │   │                           [service.banks, service]
     │   └── BankNotEmpty            an import into a bank that has nodes (HTTP 409)
@@ -94,6 +96,12 @@ class InvalidImportError(StoreError, ValueError):
     the whole import was refused and nothing was written."""
 
 
+class IncompleteExportError(InvalidImportError):
+    """An export's header and trailer (:mod:`deltamem.store.frames`) say it is not whole:
+    no trailer (a cut file), records missing or a checksum that disagrees. The message names
+    what is missing; nothing was written (``--partial`` imports what is there)."""
+
+
 class BankNotFound(StoreError):
     """The tenant has no bank of that name (the service answers 404)."""
 
@@ -164,3 +172,45 @@ class CellFailed(DeltaMemError):
                 f"({', '.join(c.name for c, _ in self.failures)}); finished cells are kept, "
                 "run again to resume")
         return head + (f"; {first[0].name}: {first[1]}" if first else "")
+
+
+def explain_validation(error: ValueError, *, what: str = "option") -> str:
+    """A pydantic ``ValidationError`` as one line, one clause per setting it names:
+    ``option tau_task: expected a valid number or 'auto', got 'high'``.
+
+    The alternatives of a union (``float | Literal['auto']``) are one clause; pydantic's URLs
+    and type tags are left out. Any other ``ValueError`` is its text.
+    """
+    errors = getattr(error, "errors", None)
+    if not callable(errors):
+        return str(error)
+    by_field: dict[str, list[dict[str, object]]] = {}
+    for err in errors(include_url=False):
+        loc = [str(p) for p in err.get("loc", ())]
+        by_field.setdefault(loc[0] if loc else "", []).append(err)
+    clauses = []
+    for name, errs in by_field.items():
+        head = f"{what} {name}" if name else what
+        if any(e.get("type") == "extra_forbidden" for e in errs):
+            clauses.append(f"{head}: no such {what}")
+            continue
+        expected: list[str] = []
+        others: list[str] = []
+        for e in errs:
+            msg = str(e.get("msg", ""))
+            if msg.startswith("Input should be "):
+                exp = msg[len("Input should be "):].split(", unable to")[0]
+                if exp.startswith(("greater ", "less ", "at ")):
+                    exp = "a value " + exp
+                if exp not in expected:
+                    expected.append(exp)
+            else:
+                msg = msg.removeprefix("Value error, ")
+                if msg not in others:
+                    others.append(msg)
+        got = errs[0].get("input")
+        if expected and not others:
+            clauses.append(f"{head}: expected {' or '.join(expected)}, got {got!r}")
+        else:
+            clauses.append(f"{head}: {'; '.join(others + [f'expected {x}' for x in expected])}")
+    return "; ".join(clauses)

@@ -22,10 +22,28 @@ into a node bank checks the configuration as DeltaMem reads it.
     4
     >>> import_bank(folder / "bank.jsonl", folder / "copy.db")
     2
+
+The file holds a header and a trailer around the records (counts by record type, a
+SHA-256 over the records; :mod:`deltamem.store.frames`), so a file cut short is refused
+instead of restoring a smaller bank:
+
+    >>> lines = (folder / "bank.jsonl").read_text().splitlines(keepends=True)
+    >>> _ = (folder / "cut.jsonl").write_text("".join(lines[:4]))  # no ledger
+    >>> import_bank(folder / "cut.jsonl", folder / "cut.db")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    deltamem.errors.IncompleteExportError: ... missing 1 of 1 learned episode ids...
+    >>> notes = []
+    >>> import_bank(folder / "cut.jsonl", folder / "cut.db", partial=True, on_note=notes.append)
+    2
+    >>> notes[1]
+    'skipped (not in the file): 1 learned episode ids'
 """
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 from deltamem import telemetry
@@ -45,9 +63,16 @@ def export_bank(bank: str | Path, path: str | Path) -> int:
     return export_bank_file(resolve_bank(bank), path)
 
 
-def import_bank(source: str | Path, bank: str | Path) -> int:
+def import_bank(source: str | Path, bank: str | Path, *, partial: bool = False,
+                on_note: Callable[[str], None] | None = None) -> int:
     """Load the JSONL export ``source`` into ``bank`` (created if missing; it must hold
     nothing yet) in one transaction; returns the number of nodes (or items) imported.
+
+    The export must be whole (its trailer's counts and checksum agree with its records):
+    else :class:`~deltamem.errors.IncompleteExportError` names what is missing, unless
+    ``partial``, which imports the records that are there. What the user must be told (what
+    ``partial`` skipped; an export written before exports had a trailer, whose completeness
+    cannot be checked) goes to ``on_note``, by default a :class:`UserWarning`.
 
     Raises :class:`~deltamem.errors.InvalidInputError` when ``source`` does not exist and
     :class:`~deltamem.errors.StoreError` for a malformed export
@@ -55,9 +80,13 @@ def import_bank(source: str | Path, bank: str | Path) -> int:
     missing folder or a storage failure; nothing is written then (a bank file the import
     created is removed again).
     """
+    def warn(note: str) -> None:
+        warnings.warn(note, UserWarning, stacklevel=4)
+
     with telemetry.memory_span("create_memory", system="deltamem",
                                store=Path(str(bank)).name,
                                attributes={"deltamem.import.format": "jsonl"}) as span:
-        n = import_bank_file(source, bank, config_check=check_bank_config)
+        n = import_bank_file(source, bank, config_check=check_bank_config, partial=partial,
+                             on_note=on_note or warn)
         telemetry.set_attributes(span, {"gen_ai.memory.record.count": n})
         return n

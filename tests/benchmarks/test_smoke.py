@@ -75,7 +75,8 @@ def test_every_script_has_a_smoke_run() -> None:
                "mcma_copilot.py", "mcma_hierarchy.py", "overhead.py", "peers.py",
                "recall_matrix.py", "retrieval.py", "robustness_probes.py", "service.py",
                "household_world.py", "prompt_reuse.py", "replicas.py", "sweep_faults.py",
-               "guide.py", "ariadne_steps.py", "decode_cost.py"}
+               "guide.py", "ariadne_steps.py", "decode_cost.py", "kill_loop.py",
+               "connection_cut.py", "soak.py"}
     scripts = {p.name for p in BENCH.glob("*.py")}
     assert scripts <= covered, f"no smoke run for {sorted(scripts - covered)}"
 
@@ -179,6 +180,39 @@ def test_replicas(tmp_path: Path) -> None:
     rows = table_rows(out, "2")
     assert [r[1] for r in rows] == ["-", "replica 0 at 50 %"]
     assert all(r[3] == "0" and r[6] == "6 / 6" and r[10] == "yes" for r in rows), rows
+
+
+def test_kill_loop(tmp_path: Path) -> None:
+    """(tests/robustness/test_kills_mid_write.py checks its rows.)"""
+    out = run("kill_loop.py", "--kills", "1", "--episodes", "8", "--ops", "import,learn",
+              "--stores", "sqlite", cwd=tmp_path)
+    assert "| operation | store | kills | bank failed invariants |" in out
+    assert [r[1] for r in table_rows(out, "learn")] == ["sqlite"]
+
+
+def test_connection_cut(tmp_path: Path) -> None:
+    need("psycopg")
+    if not os.environ.get("DELTAMEM_TEST_PG_URL"):
+        pytest.skip("DELTAMEM_TEST_PG_URL is not set (run scripts/postgres-test-server.sh)")
+    out = run("connection_cut.py", "--cuts", "3", "--episodes", "6", "--every", "0.3",
+              cwd=tmp_path)
+    res = json.loads(out)
+    assert res["cuts"] == 3 and not res["invariant_failures"]
+    assert res["replay_of_ledger_equal"] and res["final_equal_to_uninterrupted"]
+
+
+def test_soak(tmp_path: Path) -> None:
+    need("fastapi", "uvicorn", "httpx", "matplotlib")
+    env_pg = os.environ.pop("DELTAMEM_TEST_PG_URL", None)  # one SQLite replica: quick
+    try:
+        run("soak.py", "--minutes", "0.1", "--every", "2", "--clients", "2", "--out", "s",
+            cwd=tmp_path)
+    finally:
+        if env_pg is not None:
+            os.environ["DELTAMEM_TEST_PG_URL"] = env_pg
+    res = json.loads((tmp_path / "s" / "soak.json").read_text())["total"]
+    assert res["errors"] == 0 and res["learns_not_accounted_for"] == 0
+    assert (tmp_path / "s" / "soak.png").exists()
 
 
 SWEEP_SPEC = """

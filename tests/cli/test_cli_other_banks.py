@@ -44,7 +44,8 @@ def test_export_and_import_of_a_lesson_bank(bank: tuple[str, Path], tmp_path: Pa
     res = runner.invoke(app, ["export", str(path), str(out)])
     assert res.exit_code == 0, res.output
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert records[0]["type"] == "meta" and records[0]["system"] == system
+    assert records[0]["type"] == "header" and records[-1]["type"] == "trailer"
+    assert records[1]["type"] == "meta" and records[1]["system"] == system
     assert sum(r["type"] == "learned" for r in records) == 2
     copy = tmp_path / "copy.db"
     assert runner.invoke(app, ["import", str(out), str(copy)]).exit_code == 0

@@ -113,8 +113,8 @@ def test_export_import_round_trip(system, mode, tmp_path):
     out = tmp_path / "a.jsonl"
     n = mem.store.export_jsonl(out)
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert n == len(records) and records[0]["type"] == "meta"
-    assert records[0]["system"] == system
+    assert n == len(records) - 2 and records[0]["type"] == "header"
+    assert records[1]["type"] == "meta" and records[1]["system"] == system
     b = ItemStore(tmp_path / "b.db")
     assert b.import_jsonl(out) == mem.stats()["items"]
     assert list(b.iter_export()) == list(mem.store.iter_export())

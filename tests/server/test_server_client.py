@@ -31,7 +31,9 @@ def test_client_and_library_agree(service, tmp_path):
         for key in ("nodes", "kind", "label", "depth_histogram", "episodes_learned"):
             assert s_remote[key] == s_local[key]
         assert remote.last_usage.total_tokens == 0
-        assert remote.export().startswith('{"config"')
+        lines = remote.export().splitlines()
+        assert '"type": "header"' in lines[0] and lines[1].startswith('{"config"')
+        assert '"type": "trailer"' in lines[-1]
         with pytest.raises(InvalidInputError, match="422"):
             remote._call("POST", "/recall", {"task": {"goal": ""}})
         bad = Client(url, bank="agent", api_key="nope")

@@ -48,9 +48,10 @@ def test_export_then_import_into_a_new_bank(service):
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")
     records = [json.loads(line) for line in r.text.splitlines()]
     units = service.http.get("/v1/banks/src/stats", headers=service.a()).json()["units"]
-    assert records[0]["type"] == "meta" and sum(x["type"] == "node" for x in records) == units
+    assert records[0]["type"] == "header" and records[-1]["type"] == "trailer"
+    assert records[1]["type"] == "meta" and sum(x["type"] == "node" for x in records) == units
     r = service.http.post("/v1/banks/copy/import", headers=service.a(), json={"records": records})
-    assert r.status_code == 200 and r.json() == {"nodes": units} and units >= 4
+    assert r.status_code == 200 and r.json() == {"nodes": units, "notes": []} and units >= 4
     again = service.http.get("/v1/banks/copy/export", headers=service.a()).text
     assert again == service.http.get("/v1/banks/src/export", headers=service.a()).text
     r = service.http.post("/v1/banks/copy/import", headers=service.a(), json={"records": records})
@@ -61,7 +62,7 @@ def test_import_of_another_embedders_bank_is_refused(service):
     learn(service, service.a(), "src")
     records = [json.loads(x) for x in
                service.http.get("/v1/banks/src/export", headers=service.a()).text.splitlines()]
-    records[0]["embedder_name"] = "other-model"
+    records[1]["embedder_name"] = "other-model"
     r = service.http.post("/v1/banks/dst/import", headers=service.a(), json={"records": records})
     assert r.status_code == 409 and "other-model" in r.json()["detail"]
     assert service.http.get("/v1/banks/dst/stats", headers=service.a()).status_code == 404

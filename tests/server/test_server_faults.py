@@ -214,7 +214,7 @@ def test_redact() -> None:
 def test_previous_guarantees_still_hold_after_a_refused_import(service) -> None:
     recs = with_residual(service)
     bad = copy.deepcopy(recs)
-    bad[-1] = {"type": "learned", "episode_id": ["x"], "learned_at": 1.0}
+    bad[-2] = {"type": "learned", "episode_id": ["x"], "learned_at": 1.0}  # before the trailer
     assert service.http.post("/v1/banks/src/import", headers=service.b(),
                              json={"records": bad}).status_code == 422
     # tenant B's failed import never touched A's bank of the same name

@@ -40,6 +40,18 @@ def test_page_and_bank_are_served_read_only(tmp_path):
         assert r.status_code == 403 and "read-only" in r.json()["detail"]
 
 
+def test_only_the_name_local_is_the_viewed_bank(tmp_path):
+    """``/v1/banks/nosuch/tree`` is 404, not the local bank under another name (issue 51)."""
+    make_bank(tmp_path / "bank.db")
+    with TestClient(make_view_app(str(tmp_path / "bank.db"))) as http:
+        for path in ("/v1/banks/nosuch/tree", "/v1/banks/nosuch/stats",
+                     "/v1/banks/nosuch/export"):
+            r = http.get(path)
+            assert r.status_code == 404 and "'nosuch'" in r.json()["detail"], path
+        assert http.get("/v1/banks/local/tree").status_code == 200
+        assert [b["name"] for b in http.get("/v1/banks").json()["banks"]] == ["local"]
+
+
 def test_another_embedder_is_refused(tmp_path):
     make_bank(tmp_path / "bank.db")
     with TestClient(make_view_app(str(tmp_path / "bank.db"), embedder="hashing:32")) as http:

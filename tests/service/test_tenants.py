@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from deltamem.embed import HashingEmbedder
-from deltamem.errors import EmbedderMismatchError, InvalidImportError
+from deltamem.errors import EmbedderMismatchError, IncompleteExportError, InvalidImportError
 from deltamem.service import (
     BankNotEmpty,
     BankNotFound,
@@ -61,17 +61,17 @@ def test_export_imports_into_an_empty_bank_only(tmp_path: Path) -> None:
     svc = service(tmp_path)
     svc.learn("alice", "kitchen", make_episode(GOAL))
     records = svc.export("alice", "kitchen")
-    assert records[0]["type"] == "meta"
+    assert records[0]["type"] == "header" and records[1]["type"] == "meta"
     assert svc.import_("alice", "copy", records).nodes == 2
     assert svc.stats("alice", "copy").nodes == svc.stats("alice", "kitchen").nodes
     with pytest.raises(BankNotEmpty):
         svc.import_("alice", "copy", records)
     with pytest.raises(InvalidImportError, match="meta record"):
-        svc.import_("alice", "other", records[1:])
+        svc.import_("alice", "other", records[2:])
     assert "other" not in svc.list("alice")  # the bank made for a failed import is gone
-    other = {**records[0], "embedder_name": "minilm", "embedder_dim": 384}
+    other = {**records[1], "embedder_name": "minilm", "embedder_dim": 384}
     with pytest.raises(EmbedderMismatchError):
-        svc.import_("alice", "other", [other, *records[1:]])
+        svc.import_("alice", "other", [records[0], other, *records[2:]])
     svc.close()
 
 
@@ -86,3 +86,20 @@ def test_a_read_only_service_refuses_every_write(tmp_path: Path) -> None:
             write()
     assert ro.stats("alice", "kitchen").episodes_learned == 1
     ro.close()
+
+
+def test_a_cut_export_is_refused_and_partial_says_what_it_skipped(tmp_path: Path) -> None:
+    """Issue 51: the service's import checks the export's trailer like ``deltamem import``."""
+    svc = service(tmp_path)
+    svc.learn("alice", "kitchen", make_episode(GOAL, episode_id="e1"))
+    svc.learn("alice", "kitchen", make_episode(GOAL, episode_id="e2"))
+    records = svc.export("alice", "kitchen")
+    with pytest.raises(IncompleteExportError, match="missing 2 of 2 learned episode ids"):
+        svc.import_("alice", "copy", records[:4])
+    assert "copy" not in svc.list("alice")
+    out = svc.import_("alice", "copy", records[:4], partial=True)
+    assert out.nodes == 2 and any("skipped (not in the file): 2 learned" in n for n in out.notes)
+    assert svc.import_("alice", "whole", records).notes == []
+    old = svc.import_("alice", "old", records[1:-1]).notes
+    assert len(old) == 1 and "no header or trailer" in old[0]
+    svc.close()

@@ -74,8 +74,9 @@ def test_export_round_trips_hits_and_consolidation(tmp_path):
     assert any(n.consolidated for n in mem.nodes("task"))
     export_jsonl(mem.store, tmp_path / "x.jsonl")
     recs = [json.loads(line) for line in (tmp_path / "x.jsonl").read_text().splitlines()]
-    assert recs[0]["type"] == "meta" and recs[0]["schema_version"] == SCHEMA_VERSION
-    assert recs[0]["embedder_name"] == H.name and recs[0]["embedder_dim"] == H.dim
+    assert recs[0]["type"] == "header" and recs[-1]["type"] == "trailer"
+    assert recs[1]["type"] == "meta" and recs[1]["schema_version"] == SCHEMA_VERSION
+    assert recs[1]["embedder_name"] == H.name and recs[1]["embedder_dim"] == H.dim
     nodes = [r for r in recs if r["type"] == "node"]
     assert any(r["consolidated"] for r in nodes) and any(r["success_hits"] for r in nodes)
     assert sum(r["type"] == "learned" for r in recs) == 5

@@ -21,6 +21,7 @@ from deltamem.errors import DeltaMemError
 __all__ = ["common_start", "register", "tree_show"]
 
 console = Console()
+err_console = Console(stderr=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -194,7 +195,8 @@ def export_cmd(
     from deltamem.portable import export_bank
 
     n = export_bank(bank, out)
-    console.print(f"wrote {n} records to {out}")
+    console.print(f"wrote {n} records to {out} (between a header and a trailer that "
+                  "`deltamem import` checks)")
 
 
 def import_cmd(
@@ -206,8 +208,17 @@ def import_cmd(
     embedder: Annotated[str | None, EMBEDDER(
         "with --format skills, the one the export's manifest names, else the bank's, else "
         "minilm")] = None,
+    partial: Annotated[bool, typer.Option(
+        "--partial", help="Import what a cut export holds (its trailer missing or "
+        "disagreeing) and say what was skipped; without it such a file is refused.")] = False,
 ) -> None:
-    """Load a JSONL export into a new bank, or SKILL.md folders into a bank."""
+    """Load a JSONL export into a new bank, or SKILL.md folders into a bank.
+
+    A JSONL export must be whole: its trailer's record counts and checksum must agree with
+    the records (a file cut by a full disk or a dropped connection is refused, naming what
+    is missing). Exports written before exports had a trailer import with a warning. A
+    skills folder must agree with its manifest.
+    """
     if format == "skills":
         from deltamem.embed.factory import make_embedder
         from deltamem.skills import import_skills, skills_embedder
@@ -222,7 +233,9 @@ def import_cmd(
         raise typer.BadParameter(f"format must be jsonl or skills, not {format!r}")
     from deltamem.portable import import_bank
 
-    n = import_bank(source, bank)
+    n = import_bank(source, bank, partial=partial,
+                    on_note=lambda note: err_console.print(
+                        f"warning: {note}", markup=False, highlight=False, soft_wrap=True))
     console.print(f"imported {n} nodes into {bank}")
 
 

@@ -49,6 +49,7 @@ from deltamem.errors import (
     EmbedderMismatchError,
     InvalidInputError,
     StoreError,
+    explain_validation,
 )
 from deltamem.llm.base import LLMClient
 from deltamem.memories.plan import Plan, Rejection, apply
@@ -154,6 +155,17 @@ class BankedMemory(Memory):
         if self.store.is_learned(episode.id):
             return self._unchanged(episode)
         prepared = self._prepare_learn(episode, recall)
+        try:
+            return self._learn_once(episode, recall, prepared)
+        except StoreError as e:
+            if not getattr(e, "rolled_back", False):
+                raise
+            # the store lost its connection mid-transaction and the server rolled the learn
+            # back (nothing of it is in the bank): one more try, on a new connection
+            log.warning("learn %s: %s; trying once more", episode.id, e)
+            return self._learn_once(episode, recall, prepared)
+
+    def _learn_once(self, episode: Episode, recall: Recall | None, prepared: Any) -> Changes:
         for locked in self._attempts():
             try:
                 with self.store.transaction() if locked else nullcontext():
@@ -281,7 +293,8 @@ class ItemBankedMemory(BankedMemory):
         except ConfigError:
             raise
         except ValidationError as e:
-            raise ConfigError(f"invalid {self.name} configuration: {e}") from e
+            raise ConfigError(
+                f"invalid {self.name} configuration: {explain_validation(e)}") from e
 
     def _record(self, meta: Mapping[str, Any], config: BaseModel) -> None:
         """With an embedder: check it against the bank's (:meth:`_check_embedder`) and, on a

@@ -74,7 +74,8 @@ def create_app(
         config: DeltaMem settings for banks this service creates.
         max_body_bytes: larger request bodies get 413.
         readonly: refuse learn, import and delete (403).
-        fixed_bank: serve this one bank location under every bank name (the viewer).
+        fixed_bank: serve this one bank location under the name ``local`` (the viewer; any
+            other name answers 404).
     """
     if keys is None and not readonly:
         raise ConfigError("a writable service needs API keys (keys=None is for the local viewer)")

@@ -33,6 +33,9 @@ from deltamem.extract.base import Extractor
 from deltamem.memories.deltamem import DeltaMem
 from deltamem.store.factory import is_url, open_store
 
+FIXED_NAME = "local"
+"""The name under which the local viewer (``deltamem view BANK``) serves its one bank."""
+
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -48,7 +51,8 @@ class BankSpace:
 
     Args:
         storage: a folder (SQLite files) or a ``postgresql://…`` URL.
-        fixed: for the local viewer: every name maps to this one location.
+        fixed: for the local viewer: the one bank, named ``local`` (:data:`FIXED_NAME`);
+            any other name is :class:`BankNotFound`.
     """
 
     def __init__(self, storage: str | Path, *, fixed: str | None = None) -> None:
@@ -58,6 +62,9 @@ class BankSpace:
 
     def location(self, tenant: str, bank: str) -> str:
         if self.fixed is not None:
+            if bank != FIXED_NAME:
+                raise BankNotFound(f"no bank named {bank!r}; this viewer serves one bank, "
+                                   f"named {FIXED_NAME!r}")
             return self.fixed
         check_name("tenant", tenant)
         check_name("bank", bank)
@@ -79,7 +86,7 @@ class BankSpace:
         e.g. half-created or damaged). Names that the API cannot address are left out."""
         if self.fixed is not None:  # the viewer: one bank, shown under the name "local"
             try:
-                return {"local": _counts(self.fixed)}
+                return {FIXED_NAME: _counts(self.fixed)}
             except FileNotFoundError:
                 return {}
         check_name("tenant", tenant)

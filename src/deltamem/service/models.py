@@ -278,9 +278,15 @@ class ExplainResponse(BaseModel):
 
 
 class ImportRequest(_Strict):
-    """Records of ``GET …/export`` (one JSON object each); the bank must hold no nodes."""
+    """Records of ``GET …/export`` (one JSON object each); the bank must hold no nodes.
+
+    Records that start with the export's header must end with its trailer and agree with it
+    (counts by type, checksum), else the import is refused (422) naming what is missing;
+    ``partial`` imports what is there and the response's ``notes`` say what was skipped.
+    """
 
     records: list[dict[str, Any]] = Field(min_length=1, max_length=1_000_000)
+    partial: bool = False
 
     @field_validator("records")
     @classmethod
@@ -304,6 +310,8 @@ class ImportRequest(_Strict):
 
 class ImportResponse(BaseModel):
     nodes: int
+    notes: list[str] = Field(default_factory=list, description="What the import skipped, "
+                             "or that an export without a trailer could not be checked.")
 
 
 class BankInfo(BaseModel):

@@ -32,6 +32,7 @@ from deltamem.extract.base import Extractor
 from deltamem.memories.deltamem import DeltaMem
 from deltamem.service import models as m
 from deltamem.service.banks import BankSpace, OpenBanks
+from deltamem.store.frames import Unframe, frame
 from deltamem.types import Episode, Recall, Task, Usage
 
 __all__ = ["LOCAL_TENANT", "BankNotEmpty", "ReadOnlyError", "TenantBanks"]
@@ -174,16 +175,23 @@ class TenantBanks:
         return m.ExplainResponse(trees=out)  # type: ignore[arg-type]
 
     def export(self, tenant: str, bank: str) -> list[dict[str, Any]]:
-        """Every record of the bank (meta, nodes, logs), as ``deltamem export`` writes them."""
+        """Every record of the bank (meta, nodes, logs), as ``deltamem export`` writes them:
+        between a header and a trailer (:mod:`deltamem.store.frames`)."""
         with self.use(tenant, bank, create=False) as mem:
-            return list(mem.store.iter_export())
+            return frame(mem.store.iter_export())
 
-    def import_(self, tenant: str, bank: str, records: list[dict[str, Any]]) -> m.ImportResponse:
+    def import_(self, tenant: str, bank: str, records: list[dict[str, Any]], *,
+                partial: bool = False) -> m.ImportResponse:
         """Load exported ``records`` into a new (or empty) bank: all in one transaction or
-        none (a bank made for it is removed again)."""
+        none (a bank made for it is removed again). Records with a header must end with
+        their trailer and agree with it (else :class:`IncompleteExportError`, naming what is
+        missing) unless ``partial``; the response's ``notes`` say what was skipped."""
         self._writable()
         emb = self.banks.embedder
-        first = records[0]
+        body = [r for r in records if r.get("type") not in ("header", "trailer")]
+        if not body:
+            raise InvalidImportError("the export holds no records")
+        first = body[0]
         if first.get("type") != "meta":
             raise InvalidImportError("the first record must be the bank's meta record")
         if "embedder_name" in first and (
@@ -200,17 +208,18 @@ class TenantBanks:
                 if mem.store.load_nodes():
                     raise BankNotEmpty(f"bank {bank!r} already has nodes; import needs "
                                        "an empty bank")
+                stream = Unframe(records, partial=partial, partial_hint='"partial": true')
                 try:
-                    n = mem.store.import_records(records)
+                    n = mem.store.import_records(stream)
                 except InvalidImportError as e:
-                    raise InvalidImportError(f"cannot import: {e}") from e
+                    raise type(e)(f"cannot import: {e}") from e
         except BaseException:
             if not existed:
                 self.banks.forget(loc)
                 self.space.drop(loc)
             raise
         self.banks.forget(loc)  # reopen with the imported configuration
-        return m.ImportResponse(nodes=n)
+        return m.ImportResponse(nodes=n, notes=stream.result.notes)
 
     def delete(self, tenant: str, bank: str) -> m.DeleteResponse:
         """Remove the bank's storage (SQLite file / PostgreSQL schema); :class:`BankNotFound`

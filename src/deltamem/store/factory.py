@@ -14,6 +14,8 @@ records in its meta (:func:`recorded_system`). :func:`export_bank_file` and
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +93,8 @@ def export_bank_file(location: str | Path, path: str | Path) -> int:
 
 
 def import_bank_file(
-    source: str | Path, location: str | Path, *, config_check: ConfigCheck | None = None
+    source: str | Path, location: str | Path, *, config_check: ConfigCheck | None = None,
+    partial: bool = False, on_note: Callable[[str], None] | None = None,
 ) -> int:
     """Load the JSONL export ``source`` into the bank at ``location`` (created if missing; it
     must hold nothing yet) in one transaction; returns the number of nodes (or items).
@@ -100,11 +103,15 @@ def import_bank_file(
     bank's, checked with ``config_check``. Raises
     :class:`~deltamem.errors.InvalidInputError` when ``source`` does not exist and
     :class:`~deltamem.errors.StoreError` for a malformed export
-    (:class:`~deltamem.errors.InvalidImportError`: which record, why), a non-empty bank, a
-    missing folder or a storage failure; nothing is written then (a bank file the import
-    created is removed again).
+    (:class:`~deltamem.errors.InvalidImportError`: which record, why;
+    :class:`~deltamem.errors.IncompleteExportError`: the file is not whole, see
+    :mod:`deltamem.store.frames`), a non-empty bank, a missing folder or a storage failure;
+    nothing is written then (a bank file the import created is removed again).
+
+    ``partial``: import what a cut export holds. ``on_note`` receives what the user must be
+    told (what was skipped; an older export whose completeness cannot be checked).
     """
-    from deltamem.store.jsonl import read_jsonl
+    from deltamem.store.jsonl import read_export, read_jsonl
 
     src = Path(source)
     if not src.exists():
@@ -114,16 +121,57 @@ def import_bank_file(
     if is_file and not target.parent.is_dir():
         raise StoreError(f"cannot import into {location}: folder {target.parent} does not exist")
     made = is_file and not target.exists()
+    # a new bank file is built under a temporary name and linked into place when whole: a
+    # process killed mid-import leaves no file at ``location`` that is not a bank
+    build = target.with_name(target.name + ".importing") if made else target
+    if made:
+        _remove_sqlite(build)  # left by an import that was killed
     try:
-        first = next(read_jsonl(src), {})
+        first: Any = {}
+        for rec in read_jsonl(src, on_cut=lambda _: None):
+            first = rec
+            if not (isinstance(rec, dict) and rec.get("type") == "header"):
+                break
         items = isinstance(first, dict) and bool(first.get("system"))
-        store = _open_any(location, readonly=False, items=items, config_check=config_check)
+        where = str(build) if made else location
+        store = _open_any(where, readonly=False, items=items, config_check=config_check)
+        records = read_export(src, partial=partial)
         try:
-            return int(store.import_records(read_jsonl(src)))
+            n = int(store.import_records(records))
         finally:
             store.close()
+        if made:
+            _checkpoint(build)
+            try:
+                os.link(build, target)  # never replaces a bank made meanwhile
+            except FileExistsError:
+                raise StoreError(f"cannot import into {location}: a bank was created there "
+                                 "during the import") from None
+            _remove_sqlite(build)
     except BaseException:
         if made:  # leave no half-made bank behind
-            for suffix in ("", "-wal", "-shm"):
-                Path(str(target) + suffix).unlink(missing_ok=True)
+            _remove_sqlite(build)
         raise
+    for note in records.result.notes:
+        if on_note is not None:
+            on_note(note)
+    return n
+
+
+def _remove_sqlite(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+def _checkpoint(path: Path) -> None:
+    """Move a closed SQLite bank's write-ahead log into its file (so the file alone is the
+    bank)."""
+    import sqlite3
+
+    if not Path(str(path) + "-wal").exists():
+        return
+    con = sqlite3.connect(path)
+    try:
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        con.close()

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from deltamem.errors import EmbedderMismatchError, StoreError
-from deltamem.store.jsonl import export_jsonl, read_jsonl
+from deltamem.store.jsonl import export_jsonl, read_export
 from deltamem.store.records import META_KEYS, apply_records
 from deltamem.store.sqlite import SQLiteBackend, Synchronous, guarded
 from deltamem.types import new_id
@@ -338,7 +338,7 @@ class ItemStore(SQLiteBackend):
 
     def import_jsonl(self, path: str | Path) -> int:
         """Load a file written by :meth:`export_jsonl` into this empty bank; returns items."""
-        return self.import_records(read_jsonl(path))
+        return self.import_records(read_export(path))
 
 
 

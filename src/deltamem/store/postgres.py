@@ -283,6 +283,7 @@ class PostgresStore(SQLTreeStore):
         #: other connection committed in between (the bank view then re-reads only what
         #: its own write touched instead of every node's state)
         self.own_commit: tuple[int, int] | None = None
+        self._timeout = timeout
         self._lock = threading.RLock()
         self._in_tx = False
         self._dirty = False
@@ -311,13 +312,55 @@ class PostgresStore(SQLTreeStore):
     PAGE = 2000
 
     def _exec(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
-        """Run one statement (``%s`` placeholders); database errors become :class:`StoreError`."""
+        """Run one statement (``%s`` placeholders); database errors become :class:`StoreError`.
+
+        A cut connection (the server terminated the backend, the network dropped it):
+        outside a transaction the store connects again, and a read or a ``BEGIN`` is run
+        again on the new connection (nothing was done yet); inside a transaction the server
+        has rolled it back, and one :class:`StoreError` says so (at ``COMMIT``: that the
+        outcome is unknown). The next call connects again.
+        """
         import psycopg
 
+        if not self._in_tx and (self._conn.closed or self._conn.broken):
+            self._reconnect()
         try:
             return self._conn.execute(sql, params)
         except psycopg.Error as e:
-            raise store_error(e, f"bank {self.path}") from e
+            if not self._is_cut(e):
+                raise store_error(e, f"bank {self.path}") from e
+            if not self._in_tx and sql.lstrip()[:6].upper() in ("BEGIN", "SELECT"):
+                self._reconnect()
+                try:
+                    return self._conn.execute(sql, params)
+                except psycopg.Error as e2:
+                    raise store_error(e2, f"bank {self.path}") from e2
+            raise self._cut_error(e, sql) from e
+
+    def _is_cut(self, e: Exception) -> bool:
+        state = str(getattr(e, "sqlstate", None) or "")
+        return bool(self._conn.closed or self._conn.broken or state.startswith("08")
+                    or state in ("57P01", "57P02", "57P03"))
+
+    def _cut_error(self, e: Exception, sql: str) -> StoreError:
+        why = f"{type(e).__name__}: {e}".strip()
+        if sql.strip().upper() == "COMMIT":
+            return StoreError(
+                f"bank {self.path}: the connection to PostgreSQL was cut at commit ({why}): "
+                "the write may or may not be in the bank (a learn can be sent again: an "
+                "episode already learned changes nothing)")
+        err = StoreError(
+            f"bank {self.path}: the connection to PostgreSQL was cut during a transaction "
+            f"({why}); the server rolled it back, nothing of it is in the bank; the next call "
+            "connects again")
+        err.rolled_back = True  # type: ignore[attr-defined]  # the memory may try once more
+        return err
+
+    def _reconnect(self) -> None:
+        with suppress(Exception):
+            self._conn.close()
+        self._conn = _connect(self.url.conninfo, self.schema, timeout=self._timeout,
+                              readonly=self.readonly)
 
     def _fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Any] | None:
         return self._exec(sql.replace("?", "%s"), params).fetchone()
@@ -443,6 +486,8 @@ class PostgresStore(SQLTreeStore):
                 try:
                     self._exec("SELECT pg_advisory_xact_lock(%s)", (self._lock_id,))
                 except StoreError as e:
+                    if getattr(e, "rolled_back", False):  # a cut connection: said already
+                        raise
                     raise StoreError(f"cannot lock memory bank {self.path}: {e}") from e
                 yield
                 bumped = None

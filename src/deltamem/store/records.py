@@ -46,6 +46,7 @@ from deltamem.core.payload import Payload
 from deltamem.core.tree import Node
 from deltamem.errors import ConfigError, InvalidImportError
 from deltamem.store.base import SCHEMA_VERSION, ConfigCheck
+from deltamem.store.frames import Unframe
 
 #: meta keys an import restores; the others (schema version) are the importing bank's own
 META_KEYS = ("embedder_name", "embedder_dim", "created_at", "config")
@@ -136,10 +137,16 @@ def apply_records(
     that is not an object, has a type without a handler, fails ``check`` or misses a field (a
     handler raising KeyError, TypeError or ValueError) raises :class:`InvalidImportError`
     naming its 1-based position. An empty stream is refused too (not an export).
+
+    A header and a trailer (:mod:`deltamem.store.frames`) are checked, not applied: a stream
+    that is not already an :class:`~deltamem.store.frames.Unframe` is read through one, so a
+    cut export raises :class:`~deltamem.errors.IncompleteExportError` when it ends, inside
+    the caller's transaction (an unframed stream, an older export, applies as before).
     """
     n = 0
     seen = 0
-    for i, rec in enumerate(records):
+    stream = records if isinstance(records, Unframe) else Unframe(records)
+    for i, rec in enumerate(stream):
         seen = i + 1
         if not isinstance(rec, Mapping):
             raise InvalidImportError(f"record {i + 1} is not an object: {type(rec).__name__}")

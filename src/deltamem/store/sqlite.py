@@ -29,7 +29,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -210,6 +210,8 @@ class SQLiteBackend(SQLLedger):
                 raise StoreError(f"no memory bank at {p}")
             if not readonly:
                 p.parent.mkdir(parents=True, exist_ok=True)
+                if not p.exists():
+                    self._create(p, timeout, synchronous)
         try:
             self._open(timeout, readonly, synchronous, immutable=False)
         except StoreError as e:
@@ -224,6 +226,29 @@ class SQLiteBackend(SQLLedger):
                 ) from e
             # inspection of a bank on read-only media: nothing can change it meanwhile
             self._open(timeout, readonly, synchronous, immutable=True)
+
+    def _create(self, p: Path, timeout: float, synchronous: Synchronous) -> None:
+        """Make a new bank file whole before it appears at ``p``: its tables are created in a
+        file of another name, which is then hard-linked to ``p`` (a process killed meanwhile
+        leaves no file at ``p`` that is not a bank; a bank made there meanwhile is kept).
+        Where that cannot be done (a read-only folder, a file system without hard links) the
+        bank is created in place, as before, and any error is that open's."""
+        tmp = p.with_name(f".{p.name}.creating-{os.getpid()}-{threading.get_ident()}")
+        try:
+            self.path = str(tmp)
+            self._open(timeout, False, synchronous, immutable=False)
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                self._conn.close()
+            with suppress(FileExistsError):
+                os.link(tmp, p)
+        except (StoreError, OSError):
+            pass
+        finally:
+            self.path = str(p)
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(str(tmp) + suffix).unlink(missing_ok=True)
 
     def _open(
         self, timeout: float, readonly: bool, synchronous: Synchronous, *, immutable: bool

@@ -25,7 +25,7 @@ from deltamem.domains import (
     skill_words_source,
     thresholds,
 )
-from deltamem.errors import ConfigError
+from deltamem.errors import ConfigError, explain_validation
 
 __all__ = [
     "BANK_LAYOUT",
@@ -249,7 +249,7 @@ def make_config(
     except ConfigError:
         raise
     except ValueError as e:  # pydantic.ValidationError is a ValueError
-        raise ConfigError(f"invalid DeltaMem configuration: {e}") from e
+        raise ConfigError(f"invalid DeltaMem configuration: {explain_validation(e)}") from e
     return cfg.resolved(embedder)
 
 

@@ -15,6 +15,7 @@ from deltamem import telemetry
 from deltamem.core.payload import TreeName
 from deltamem.core.tree import BestNode, Node, ResidualTree
 from deltamem.embed.base import Embedder
+from deltamem.errors import StoreError
 from deltamem.extract.base import Extractor
 from deltamem.memories.banked import BankedMemory, _Replan, _store_id
 from deltamem.memories.deltamem import decision, forgetting, render, search
@@ -107,8 +108,11 @@ class DeltaMem(BankedMemory):
         if embedder is not None:
             self._check_embedder(meta)
             # durability and the recall budget are chosen per open, never inherited from
-            # the bank: not stored
-            store.init_meta(embedder.name, embedder.dim, self.config.model_dump(exclude=PER_OPEN))
+            # the bank: not stored. Read-only: nothing is recorded (a bank a killed import
+            # left without meta opens, empty, instead of failing on a write)
+            if not readonly:
+                store.init_meta(embedder.name, embedder.dim,
+                                self.config.model_dump(exclude=PER_OPEN))
         self.dim = int(store.meta().get("embedder_dim") or (embedder.dim if embedder else 0))
         #: the store's Eq. 6 search when :meth:`match` uses it (``search`` auto/store), else None
         self.store_search: SearchStore | None = search.store_search(store, self.config)
@@ -173,11 +177,17 @@ class DeltaMem(BankedMemory):
         ``max_recall_tokens``, chains are cut to fit (``details["budget"]``). Items are the
         nodes shown, in prompt order (:func:`render.render`). A recall that shows the same
         chains as an earlier one since the bank last changed is not rendered again
-        (:class:`render.RecallCache`).
+        (:class:`render.RecallCache`). A PostgreSQL connection cut mid-read (the server rolled
+        it back) is tried once more on a new connection.
         """
         with telemetry.memory_span("search_memory", system=self.name,
                                    store=_store_id(self.store)) as span:
-            recall = self.recalls.recall(self.match(task))
+            try:
+                recall = self.recalls.recall(self.match(task))
+            except StoreError as e:
+                if not getattr(e, "rolled_back", False):
+                    raise
+                recall = self.recalls.recall(self.match(task))
             if span.is_recording():
                 attrs: dict[str, Any] = {"gen_ai.memory.record.count": len(recall.items)}
                 for tree, m in recall.matches.items():

@@ -15,7 +15,9 @@ router = APIRouter(prefix="/v1/banks/{bank}")
 
 @router.get("/export", responses={
     **ERRORS, 200: {"content": {"application/x-ndjson": {}},
-                    "description": "One JSON record per line: meta, nodes, logs."}},
+                    "description": "One JSON record per line: a header, meta, nodes, "
+                                   "logs, a trailer (counts by type, a SHA-256 over the "
+                                   "records)."}},
     response_class=Response, summary="Every record of the bank as JSON lines")
 def export(bank: BankName, who: Tenant, svc: Service) -> Response:
     lines = [json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n"
@@ -27,4 +29,4 @@ def export(bank: BankName, who: Tenant, svc: Service) -> Response:
              summary="Load exported records into a new (or empty) bank")
 def import_(bank: BankName, body: m.ImportRequest, who: Tenant, svc: Service) -> m.ImportResponse:
     """All records load in one transaction or none does (a bank made for it is removed)."""
-    return svc.import_(who, bank, body.records)
+    return svc.import_(who, bank, body.records, partial=body.partial)
