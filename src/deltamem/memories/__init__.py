@@ -204,6 +204,8 @@ _BUILTIN: tuple[tuple[str, str, str | None], ...] = (
      "deltamem.memories.mcma.baselines:TRAD"),
     ("expel", "deltamem.memories.mcma.baselines:make_expel",
      "deltamem.memories.mcma.baselines:ExpeL"),
+    ("long-context", "deltamem.memories.longcontext:make",
+     "deltamem.memories.longcontext:LongContext"),
 )
 
 for _name, _factory, _bank in _BUILTIN:
