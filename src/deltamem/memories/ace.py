@@ -195,7 +195,7 @@ class ACE(FlatMemory):
         >>> r.items[0].text.splitlines()[0]
         '[str-00001] helpful=0 harmful=0 :: When the task is like: put a clean apple in fridge'
         >>> [c.kind for c in mem.learn(make_episode(episode_id="e2"), r)]
-        ['updated', 'skipped']
+        ['hit', 'skipped']
         >>> mem.recall(make_episode().task).items[0].text.splitlines()[0][:32]
         '[str-00001] helpful=1 harmful=0 '
     """
@@ -327,7 +327,7 @@ class ACE(FlatMemory):
                 b.helpful += 1
             else:
                 b.harmful += 1
-            change = Change("updated", self.source,
+            change = Change("hit" if tag == "helpful" else "failed", self.source,
                             f"{b.id} tagged {tag} by a {'won' if episode.success else 'lost'} "
                             f"episode: helpful={b.helpful} harmful={b.harmful}", item.id)
             plan.changes.append(change)
