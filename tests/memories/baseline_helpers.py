@@ -10,10 +10,10 @@ from deltamem.embed import HashingEmbedder
 from deltamem.llm import ScriptedLLM
 from deltamem.memories.ace import ACE
 from deltamem.memories.awm import AWM
+from deltamem.memories.flat import FlatMemory
 from deltamem.memories.longcontext import LongContext
 from deltamem.memories.macla import MACLA
 from deltamem.memories.memp import MemP
-from deltamem.memories.flat import FlatMemory
 from deltamem.memories.reasoningbank import ReasoningBank
 from deltamem.memories.synapse import Synapse
 from deltamem.testing import TableEmbedder, make_episode
