@@ -130,7 +130,8 @@ class ACEConfig(FlatConfig):
 
     Attributes:
         dedup_threshold: cosine of two bullets' content embeddings at or above which a new
-            bullet is a duplicate of one in its section (not added).
+            bullet is a duplicate of one in its section (not added); ``None``: no
+            de-duplication.
         tag_top: model-free Generator: how many of the bullets the guide follows first
             count as used (their counters move with the outcome).
         k: recall only the ``k`` bullets most similar to the goal (``None``: the whole
@@ -143,7 +144,7 @@ class ACEConfig(FlatConfig):
         max_tokens: completion cap of each LLM call.
     """
 
-    dedup_threshold: float = Field(default=0.9, ge=-1.0, le=1.0)
+    dedup_threshold: float | None = Field(default=0.9, ge=-1.0, le=1.0)
     tag_top: int = Field(default=1, ge=0, le=20)
     k: int | None = Field(default=None, ge=1, le=500)
     prune_harmful: int | None = Field(default=None, ge=1)
@@ -356,7 +357,7 @@ class ACE(FlatMemory):
         for op, vec in zip(operations, vecs, strict=True):
             same = [i for i in [*items, *added]
                     if i.payload.get("section") == op.section and i.embedding is not None]
-            if same:
+            if same and self.config.dedup_threshold is not None:
                 sims = cosine(np.stack([i.embedding for i in same]), vec)  # type: ignore[misc]
                 j = int(np.argmax(sims))
                 if float(sims[j]) >= self.config.dedup_threshold:
