@@ -10,7 +10,7 @@ from deltamem.llm import ScriptedLLM
 from deltamem.memories.ace import ACE, Bullet
 from deltamem.testing import make_episode
 
-from .baseline_helpers import CURATION, H, HEAT_STEPS, REFLECTION, episodes
+from .baseline_helpers import CURATION, HEAT_STEPS, REFLECTION, H, episodes
 
 EGG = "heat some egg and put it in garbagecan"
 

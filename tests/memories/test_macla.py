@@ -9,7 +9,7 @@ from deltamem.llm import ScriptedLLM
 from deltamem.memories.macla import MACLA, contrast
 from deltamem.testing import make_episode
 
-from .baseline_helpers import H, REFINEMENT
+from .baseline_helpers import REFINEMENT, H
 
 LOST = {"success": False, "actions": (("go to garbagecan 1", "On the garbagecan 1, you see "
                                                             "nothing."),)}

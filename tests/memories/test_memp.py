@@ -7,7 +7,7 @@ from deltamem.llm import ScriptedLLM
 from deltamem.memories.memp import MemP
 from deltamem.testing import make_episode
 
-from .baseline_helpers import H, HEAT_STEPS, WORKFLOW
+from .baseline_helpers import HEAT_STEPS, WORKFLOW, H
 
 LOST = {"success": False, "actions": HEAT_STEPS[:1]}
 
