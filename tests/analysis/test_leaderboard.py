@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from deltamem.analysis.leaderboard import cells, collect, load_spec, render, run, write
+from deltamem.analysis.leaderboard import (
+    bank_tokens,
+    cells,
+    collect,
+    load_spec,
+    render,
+    run,
+    write,
+)
 from deltamem.envs.registry import register, unregister
 from deltamem.errors import ConfigError
 
@@ -89,6 +97,9 @@ def test_end_to_end_resumable_and_regenerated_whole(tmp_path, corridor):
     assert set(none.versus) == {"deltamem"} and "deltamem" not in by[("short",
                                                                        "deltamem")].versus
     assert by[("short", "long-context")].memory_tokens > 0
+    lc = by[("short", "long-context")].growth  # "online" learns while it plays
+    assert [g[0] for g in lc] == [1, 2, 2, 3] and lc[-1][1] == 3 and lc[-1][2] > 0
+    assert "## Bank growth on short" in text
     assert "| long-context |" in text and "## Δ success vs deltamem" in text
     assert "python -m deltamem run" in text and "`short` / `none` / seed 0" in text
     assert write(spec, runs, generator="python scripts/leaderboard.py X",
@@ -104,3 +115,11 @@ def test_plots(tmp_path, corridor):
     for name in ("heatmap.png", "intervals.png"):
         assert (page.parent / "leaderboard" / name).stat().st_size > 0
     assert "![heatmap](leaderboard/heatmap.png)" in page.read_text(encoding="utf-8")
+
+
+def test_bank_tokens():
+    assert bank_tokens({"units": 4, "avg_tokens": 10.5}) == 42
+    assert bank_tokens({"avg_tokens": {"ROOT": 10.0, "RESIDUAL": 20.0},
+                        "kind": {"task": {"ROOT": 2, "RESIDUAL": 1},
+                                 "env": {"ROOT": 1}}}) == 50
+    assert bank_tokens({}) == 0

@@ -49,7 +49,7 @@ from deltamem.analysis.run_digest import RunRecord, from_run_dir
 from deltamem.bench.cells import Cell, CellOutcome, Engine, run_cells
 from deltamem.bench.config import load_config
 from deltamem.bench.gain import Gain
-from deltamem.bench.results import per_game, read_trajectories
+from deltamem.bench.results import per_game, read_episodes, read_trajectories
 from deltamem.bench.stats import bootstrap_ci
 from deltamem.errors import ConfigError
 
@@ -163,6 +163,36 @@ class Entry:
     memory_tokens: float | None = None
     episodes: int = 0
     versus: dict[str, tuple[int, Gain]] = field(default_factory=dict)
+    #: a learning phase: (games played, memory units, their whitespace tokens) at each
+    #: quarter of the stream
+    growth: list[tuple[int, int, int]] = field(default_factory=list)
+
+
+def bank_tokens(bank: Mapping[str, Any]) -> int:
+    """The whitespace tokens a bank's memory units hold, from its ``stats()``: ``units``
+    × ``avg_tokens`` (DeltaMem: per node kind, ``kind`` counts × ``avg_tokens``)."""
+    avg = bank.get("avg_tokens")
+    if isinstance(avg, Mapping):
+        counts: dict[str, int] = {}
+        for per_tree in (bank.get("kind") or {}).values():
+            for k, v in per_tree.items():
+                counts[k] = counts.get(k, 0) + int(v)
+        return round(sum(counts.get(k, 0) * float(v) for k, v in avg.items()))
+    if isinstance(avg, (int, float)) and isinstance(bank.get("units"), int):
+        return round(bank["units"] * float(avg))
+    return 0
+
+
+def _growth(run_dir: Path, phase: str) -> list[tuple[int, int, int]]:
+    rows = [r for r in read_episodes(run_dir / "episodes.jsonl") if r.get("phase") == phase]
+    n = len(rows)
+    out = []
+    for q in (1, 2, 3, 4):
+        at = max(1, round(n * q / 4))
+        bank = rows[at - 1].get("bank") or {}
+        units = bank.get("units")
+        out.append((at, int(units) if isinstance(units, int) else 0, bank_tokens(bank)))
+    return out
 
 
 def _entry(p: Planned, phase: str) -> Entry:
@@ -191,6 +221,8 @@ def _entry(p: Planned, phase: str) -> Entry:
     tokens = [len(str(traj[r["index"]].get("recall", "")).split())
               for r in rows if r["index"] in traj]
     e.memory_tokens = sum(tokens) / len(tokens) if tokens else None
+    if phase != "frozen":
+        e.growth = _growth(run_dir, phase)
     return e
 
 
@@ -220,7 +252,7 @@ def _pct(x: float) -> str:
 def _delta(g: tuple[int, Gain] | None) -> str:
     if g is None:
         return "—"
-    n, d = g
+    _n, d = g
     return (f"{d.diff * 100:+.1f} [{d.low * 100:+.1f}, {d.high * 100:+.1f}]"
             + (" *" if d.excludes_zero else ""))
 
@@ -274,6 +306,18 @@ def render(spec: LeaderboardSpec, entries: Sequence[Entry], *, generator: str,
                      lambda e: f"{e.memory_tokens:.0f}" if e.memory_tokens is not None
                      else "-")
         out.append("")
+        learning = [s for s, st in spec.settings.items() if st.phase != "frozen"]
+        for sname in learning:
+            rows = [e for e in entries if e.setting == sname and e.seed == seed and e.growth]
+            if not rows:
+                continue
+            marks = [str(at) for at, _u, _t in rows[0].growth]
+            out += [f"## Bank growth on {sname}: memory units / their tokens after N games"
+                    f"{sfx}", "", "| system | " + " | ".join(marks) + " |",
+                    "|---|" + "---|" * len(marks)]
+            out += [f"| {e.memory} | " + " | ".join(f"{u} / {t}" for _a, u, t in e.growth)
+                    + " |" for e in rows]
+            out.append("")
     if plots:
         out += ["## Plots", ""]
         out += [f"![{p.stem}]({p.parent.name}/{p.name})" for p in plots]
@@ -369,4 +413,4 @@ def summary(entries: Sequence[Entry]) -> Mapping[str, Any]:
         "versus": {k: {"diff": g.diff, "low": g.low, "high": g.high, "games": n}
                    for k, (n, g) in e.versus.items()},
         "won_steps": e.won_steps, "bank_units": e.bank_units,
-        "memory_tokens": e.memory_tokens} for e in entries}
+        "memory_tokens": e.memory_tokens, "growth": e.growth} for e in entries}
