@@ -92,3 +92,17 @@ def test_dedup_threshold(threshold, units):
     mem.learn(make_episode(episode_id="e0"))
     mem.learn(make_episode(episode_id="e1"))
     assert mem.stats()["units"] == units
+
+
+def test_the_reader_score_compares_the_goal_with_the_situation_line():
+    from deltamem.memories.ace import situation
+
+    assert situation("When the task is like: put a hot {A} in {B}\n1. go to x") == \
+        "put a hot {A} in {B}"
+    assert situation("Open closed receptacles first.") == "Open closed receptacles first."
+    mem = ACE.open(embedder=H, domain="alfworld", dedup_threshold=0.99)
+    for ep in episodes():
+        mem.learn(ep)
+    heat = mem.recall(make_episode(EGG, actions=HEAT_STEPS).task)
+    best = max((i for i in heat.items if i.role == "strategy"), key=lambda i: i.score)
+    assert best.score == pytest.approx(1.0, abs=1e-5) and "heat" in best.text.splitlines()[0]

@@ -32,8 +32,10 @@ The playbook only grows (ACE's users' first complaint); ``prune_harmful`` (off b
 not the paper's) leaves out of recall the bullets whose harmful count exceeds the helpful
 one by at least that much. Recall shows the whole playbook, sections in order (or the
 ``k`` bullets most similar to the goal); each bullet is an item (``strategy`` or
-``warning``) with a reader score, the cosine of its content with the goal, so the guide
-tries the most relevant strategy first (an LLM generator would read the playbook whole).
+``warning``) with a reader score, the cosine of the goal with the bullet's situation (its
+first line, :func:`situation`), so the guide tries the strategy that says it applies first
+(an LLM generator would read the playbook whole). The content embedding (situation and
+steps) is what de-duplication compares.
 Memory unit: one bullet.
 """
 
@@ -66,7 +68,8 @@ from deltamem.memories.procedural import (
 from deltamem.store.items import Item
 from deltamem.types import Change, Episode, Recall, RecallItem, Task
 
-__all__ = ["ACE", "ACEConfig", "Bullet", "Curation", "Operation", "Reflection", "make"]
+__all__ = ["ACE", "ACEConfig", "Bullet", "Curation", "Operation", "Reflection", "make",
+           "situation"]
 
 KIND = "bullet"
 CONTENT_MAX = 1200
@@ -181,6 +184,14 @@ class Bullet:
 
 
 _ID = re.compile(r"-(\d+)$")
+_WHEN = "When the task is like: "
+
+
+def situation(content: str) -> str:
+    """What a bullet's reader score compares with the goal: its first line (the situation
+    it applies to), without the model-free bullets' ``When the task is like:`` prefix."""
+    first = content.strip().splitlines()[0] if content.strip() else ""
+    return first.removeprefix(_WHEN).strip() or first
 
 
 class ACE(FlatMemory):
@@ -239,7 +250,9 @@ class ACE(FlatMemory):
         if not items:
             return Recall(details={"bullets": 0})
         q = emb.embed_queries([self.goal_text(task.goal)])[0]
-        scores = cosine(np.stack([i.embedding for i in items]), q)  # type: ignore[misc]
+        keys = [np.asarray(i.payload["key_vec"], dtype=np.float32)
+                if i.payload.get("key_vec") is not None else i.embedding for i in items]
+        scores = cosine(np.stack(keys), q)  # type: ignore[arg-type]
         by_id = {i.id: float(s) for i, s in zip(items, scores, strict=True)}
         if self.config.k is not None:
             order = np.argsort(-scores, kind="stable")[: self.config.k]
@@ -333,7 +346,8 @@ class ACE(FlatMemory):
                             f"episode: helpful={b.helpful} harmful={b.harmful}", item.id)
             plan.changes.append(change)
             plan.writes.append(UpdateItem(
-                item.id, text=b.render(), payload=b.payload(), embedding=item.embedding,
+                item.id, text=b.render(), payload={**item.payload, **b.payload()},
+                embedding=item.embedding,
                 episode_id=episode.id, unchanged_since=item.updated_at,
                 stale=(change, Change("skipped", self.source,
                                       f"{b.id} changed in another process; its {tag} tag "
@@ -350,11 +364,12 @@ class ACE(FlatMemory):
                                        "the curator proposed no operation"))
             return
         vecs = emb.embed_passages([op.content for op in operations])
+        keys = emb.embed_passages([situation(op.content) for op in operations])
         next_id = 1 + max((int(m.group(1)) for i in items
                            if (m := _ID.search(str(i.payload.get("bullet_id", ""))))),
                           default=0)
         added: list[Item] = []
-        for op, vec in zip(operations, vecs, strict=True):
+        for op, vec, key in zip(operations, vecs, keys, strict=True):
             same = [i for i in [*items, *added]
                     if i.payload.get("section") == op.section and i.embedding is not None]
             if same and self.config.dedup_threshold is not None:
@@ -369,8 +384,9 @@ class ACE(FlatMemory):
                     continue
             b = Bullet(f"{SECTIONS[op.section]}-{next_id:05d}", op.section, op.content)
             next_id += 1
+            payload = {**b.payload(), "key_vec": [round(float(x), 6) for x in key]}
             item = Item(system=self.name, kind=KIND, key=op.section, text=b.render(),
-                        payload=b.payload(), embedding=np.asarray(vec, dtype=np.float32),
+                        payload=payload, embedding=np.asarray(vec, dtype=np.float32),
                         episode_id=episode.id)
             added.append(item)
             plan.changes.append(Change("written", self.source,
