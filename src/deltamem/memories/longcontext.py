@@ -14,8 +14,11 @@ attention, so each item carries a *reader score* (``item_scores="similarity"``, 
 the cosine of its goal with the task's goal, in the same query text every memory uses. The
 score orders what the guide tries, not what reaches the prompt (that is newest first within
 the budget). ``item_scores="none"`` leaves the scores out and the guide follows the prompt
-order (the newest trajectory first). No LLM is involved; ``mode`` is only recorded. Memory
-unit: one trajectory.
+order (the newest trajectory first). The guide follows at most ``reader_top`` (3) won
+trajectories, the best by that score: handed all 30 of a household bank, it hopped from one
+procedure's step to another's and won none of the first 18 reported games (design notes).
+Lost trajectories stay items (``warning``: shown, never followed). No LLM is involved;
+``mode`` is only recorded. Memory unit: one trajectory.
 """
 
 from __future__ import annotations
@@ -49,12 +52,16 @@ class LongContextConfig(FlatConfig):
         with_failures: also store lost episodes (EvoMemBench keeps every trajectory).
         item_scores: ``similarity`` (the guide tries the items by goal similarity) or
             ``none`` (prompt order, newest first).
+        reader_top: how many of the shown trajectories are items the guide follows (the
+            best by reader score, or the newest with ``item_scores="none"``); the prompt
+            holds them all. ``None``: every shown trajectory is an item.
     """
 
     budget_tokens: int = Field(default=8000, ge=50, le=1_000_000)
     max_chars: int = Field(default=4000, ge=200, le=100_000)
     with_failures: bool = True
     item_scores: Literal["similarity", "none"] = "similarity"
+    reader_top: int | None = Field(default=3, ge=1, le=1000)
 
 
 class LongContext(FlatMemory):
@@ -123,11 +130,19 @@ class LongContext(FlatMemory):
             scores = [float(s) for s in sims]
         sections = [f"## Episode {n} ({'won' if i.payload.get('success') else 'lost'})\n"
                     f"{i.text}" for n, i in enumerate(shown, 1)]
+        items = [RecallItem(self.source, i.id, i.text, s,
+                            "exemplar" if i.payload.get("success") else "warning")
+                 for i, s in zip(shown, scores, strict=True)]
+        top = self.config.reader_top
+        if top is not None:  # the reader follows its best few; the prompt holds them all
+            ranked = sorted(range(len(items)), key=lambda n: (
+                -(items[n].score if items[n].score is not None else 0.0), n))
+            keep = set([n for n in ranked if items[n].role == "exemplar"][:top])
+            items = [it for n, it in enumerate(items) if n in keep or it.role == "warning"]
+        details["followed"] = [it.id for it in items if it.role == "exemplar"]
         return Recall(
             text=self.header + "\n\n" + "\n\n".join(sections),
-            items=tuple(RecallItem(self.source, i.id, i.text, s,
-                                   "exemplar" if i.payload.get("success") else "warning")
-                        for i, s in zip(shown, scores, strict=True)),
+            items=tuple(items),
             details=details,
         )
 
