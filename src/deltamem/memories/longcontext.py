@@ -16,7 +16,7 @@ score orders what the guide tries, not what reaches the prompt (that is newest f
 the budget). ``item_scores="none"`` leaves the scores out and the guide follows the prompt
 order (the newest trajectory first). The guide follows at most ``reader_top`` (3) won
 trajectories, the best by that score: handed all 30 of a household bank, it hopped from one
-procedure's step to another's and won none of the first 18 reported games (design notes).
+procedure's step to another's and won none of the first 33 reported games (design notes).
 Lost trajectories stay items (``warning``: shown, never followed). No LLM is involved;
 ``mode`` is only recorded. Memory unit: one trajectory.
 """
