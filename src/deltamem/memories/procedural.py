@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -23,7 +22,7 @@ from deltamem.errors import ExtractionError
 from deltamem.extract.structural import StructuralExtractor
 from deltamem.types import Episode, Recall
 
-__all__ = ["Procedure", "followed_ids", "structural_procedure", "validated"]
+__all__ = ["Procedure", "followed_ids", "schema_of", "structural_procedure", "validated"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -94,7 +93,3 @@ def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON schema an LLM answer is checked against (pydantic's, draft 2020-12)."""
     return model.model_json_schema()
 
-
-def counters_line(values: Sequence[tuple[str, int]]) -> str:
-    """``helpful=3 harmful=1``."""
-    return " ".join(f"{k}={v}" for k, v in values)
