@@ -8,8 +8,12 @@ from typing import Any
 
 from deltamem.embed import HashingEmbedder
 from deltamem.llm import ScriptedLLM
+from deltamem.memories.ace import ACE
 from deltamem.memories.awm import AWM
 from deltamem.memories.flat import FlatMemory
+from deltamem.memories.longcontext import LongContext
+from deltamem.memories.macla import MACLA
+from deltamem.memories.memp import MemP
 from deltamem.memories.reasoningbank import ReasoningBank
 from deltamem.memories.synapse import Synapse
 from deltamem.testing import TableEmbedder, make_episode
@@ -20,8 +24,12 @@ SYSTEMS: dict[str, type[FlatMemory]] = {
     "synapse": Synapse,
     "awm": AWM,
     "reasoningbank": ReasoningBank,
+    "long-context": LongContext,
+    "ace": ACE,
+    "memp": MemP,
+    "macla": MACLA,
 }
-LLM_SYSTEMS = ("awm", "reasoningbank")
+LLM_SYSTEMS = ("awm", "reasoningbank", "ace", "memp", "macla")
 
 HEAT_STEPS = (
     ("go to countertop 2", "On the countertop 2, you see a egg 1."),
@@ -55,10 +63,31 @@ LESSONS = {"items": [
      "tag": "warning"},
 ]}
 
+REFLECTION = {"reasoning": "The agent cleaned the object first.", "error_identification": "none",
+              "root_cause_analysis": "It followed the cleaning steps.",
+              "correct_approach": "Clean the object at the sinkbasin, then place it.",
+              "key_insight": "Clean before placing.", "bullet_tags": []}
+CURATION = {"reasoning": "A new strategy.", "operations": [
+    {"type": "ADD", "section": "strategies",
+     "content": "Clean an object: take it, clean it with the sinkbasin, put it in place."}]}
+REFINEMENT = {"keep": ["clean {object} with sinkbasin"], "avoid": ["go to garbagecan"]}
+
 
 def good_answer(messages: Sequence[Mapping[str, str]], purpose: str, _choices: Any) -> Any:
     """A valid scripted answer for any baseline prompt (chosen by purpose and prompt)."""
     prompt = messages[1]["content"]  # the task prompt (a repair request comes after it)
+    if "REFLECTOR" in prompt:
+        return REFLECTION
+    if "CURATOR" in prompt:
+        return CURATION
+    if "REFINING a procedure" in prompt:
+        return REFINEMENT
+    if "reusable PROCEDURE" in prompt:
+        return {"name": "Clean an object and place it", "preconditions": "A dirty object",
+                "steps": WORKFLOW["steps"]}
+    if "PROCEDURE for a text-game agent's procedural memory" in prompt or \
+            "CORRECTING a procedure" in prompt:
+        return WORKFLOW
     if purpose == "merge":
         return MERGED
     if "WORKFLOW" in prompt:

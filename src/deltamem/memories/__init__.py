@@ -204,6 +204,11 @@ _BUILTIN: tuple[tuple[str, str, str | None], ...] = (
      "deltamem.memories.mcma.baselines:TRAD"),
     ("expel", "deltamem.memories.mcma.baselines:make_expel",
      "deltamem.memories.mcma.baselines:ExpeL"),
+    ("long-context", "deltamem.memories.longcontext:make",
+     "deltamem.memories.longcontext:LongContext"),
+    ("ace", "deltamem.memories.ace:make", "deltamem.memories.ace:ACE"),
+    ("memp", "deltamem.memories.memp:make", "deltamem.memories.memp:MemP"),
+    ("macla", "deltamem.memories.macla:make", "deltamem.memories.macla:MACLA"),
 )
 
 for _name, _factory, _bank in _BUILTIN:
