@@ -23,7 +23,8 @@ def test_error_and_seed_names_are_pinned():
             if isinstance(v, type) and issubclass(v, Exception) and not n.startswith("_")} == {
         "DeltaMemError", "ConfigError", "InvalidInputError", "ToolInputError", "StoreError",
         "EmbedderMismatchError", "NotABankError", "BankDamagedError", "BankReadOnlyError",
-        "StorageFullError", "InvalidImportError", "BankNotFound", "BankNotEmpty",
+        "StorageFullError", "InvalidImportError", "IncompleteExportError", "BankNotFound",
+        "BankNotEmpty",
         "ReadOnlyError", "EmbedderError", "LLMError", "LLMUnavailableError", "ElfCompatError",
         "ExtractionError", "CellFailed"}
     assert set(seeding.__all__) == {"Seed", "check_generator", "check_random_state", "sub_seed"}

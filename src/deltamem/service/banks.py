@@ -51,20 +51,23 @@ class BankSpace:
 
     Args:
         storage: a folder (SQLite files) or a ``postgresql://…`` URL.
-        fixed: for the local viewer: the one bank, named ``local`` (:data:`FIXED_NAME`);
-            any other name is :class:`BankNotFound`.
+        fixed: one bank served under one name (the local viewer's, the MCP server's on a
+            bank file): any other name is :class:`BankNotFound`.
+        fixed_name: that name (default ``local``, :data:`FIXED_NAME`).
     """
 
-    def __init__(self, storage: str | Path, *, fixed: str | None = None) -> None:
+    def __init__(self, storage: str | Path, *, fixed: str | None = None,
+                 fixed_name: str = FIXED_NAME) -> None:
         self.storage = str(storage)
         self.fixed = fixed
+        self.fixed_name = fixed_name
         self.is_pg = is_url(self.storage)
 
     def location(self, tenant: str, bank: str) -> str:
         if self.fixed is not None:
-            if bank != FIXED_NAME:
-                raise BankNotFound(f"no bank named {bank!r}; this viewer serves one bank, "
-                                   f"named {FIXED_NAME!r}")
+            if bank != self.fixed_name:
+                raise BankNotFound(f"no bank named {bank!r}; this server holds one bank, "
+                                   f"named {self.fixed_name!r}")
             return self.fixed
         check_name("tenant", tenant)
         check_name("bank", bank)

@@ -148,7 +148,7 @@ class BankService:
         self.single = is_single_bank(target)
         if self.single:
             self.bank_name = _single_name(target)
-            space = BankSpace(target, fixed=target)
+            space = BankSpace(target, fixed=target, fixed_name=self.bank_name)
         else:
             self.bank_name = check_name("bank", default_bank)
             if not is_url(target):
