@@ -36,16 +36,16 @@ interval plot (matplotlib).
 from __future__ import annotations
 
 import json
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from deltamem.analysis.results_page import command, paired
 from deltamem.analysis.run_digest import RunRecord, from_run_dir
+from deltamem.analysis.sweep import read_spec
 from deltamem.bench.cells import Cell, CellOutcome, Engine, run_cells
 from deltamem.bench.config import load_config
 from deltamem.bench.gain import Gain
@@ -93,17 +93,7 @@ class LeaderboardSpec(_Spec):
 
 def load_spec(path: str | Path) -> LeaderboardSpec:
     """Read and check a leaderboard spec; :class:`ConfigError` saying what is wrong."""
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"cannot read leaderboard spec {path}: {e}") from e
-    try:
-        spec = LeaderboardSpec.model_validate({**data, "root": Path(path).parent})
-    except ValidationError as e:
-        first = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
-                          for err in e.errors()[:3])
-        raise ConfigError(f"leaderboard spec {path}: {first}") from None
+    spec = read_spec(path, LeaderboardSpec, "leaderboard", {"root": Path(path).parent})
     for name, s in spec.settings.items():
         bad = sorted(set(s.run) & {"memory", "run_dir"})
         if bad:

@@ -50,7 +50,7 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -109,19 +109,29 @@ class SweepSpec(_Spec):
     resources: Resources = Field(default_factory=Resources)
 
 
-def load_spec(path: str | Path) -> SweepSpec:
-    """Read and check a sweep spec (TOML); :class:`ConfigError` saying what is wrong."""
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_spec(path: str | Path, model: type[M], kind: str,
+              extra: dict[str, Any] | None = None) -> M:
+    """A TOML spec file checked as ``model`` (``extra`` fields added to what the file says);
+    :class:`ConfigError` naming the ``kind`` of spec and what is wrong."""
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
     except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"cannot read sweep spec {path}: {e}") from e
+        raise ConfigError(f"cannot read {kind} spec {path}: {e}") from e
     try:
-        return SweepSpec.model_validate(data)
+        return model.model_validate({**data, **(extra or {})})
     except ValidationError as e:
         first = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
                           for err in e.errors()[:3])
-        raise ConfigError(f"sweep spec {path}: {first}") from None
+        raise ConfigError(f"{kind} spec {path}: {first}") from None
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and check a sweep spec (TOML); :class:`ConfigError` saying what is wrong."""
+    return read_spec(path, SweepSpec, "sweep")
 
 
 def _slug(text: str) -> str:
