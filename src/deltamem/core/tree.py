@@ -37,6 +37,12 @@ match R* directly"). Then ``tie_rule`` decides:
 * ``"deepest"`` (default): the deeper node, then the most recently inserted one (largest
   ``seq``): the chain with the most specific deltas. Each repeat of a trigger
   then attaches under the previous one, so chains of repeats reach D_max.
+* ``"record"``: the node with the best record of the episodes that followed it, the
+  Laplace-smoothed success rate (c(v) + 1) / (c(v) + f(v) + 2) of §3.5's success-hit
+  count c(v) beside the failure-hit count f(v); then as ``"deepest"``. Among variants
+  of one goal (every node of a chain of repeats ties) the one most often followed to
+  a win is recalled, a variant that lost falls behind a fresh one (1/2), and the hits
+  gather on one node, so consolidation (§3.5) can reach K_cons.
 
 Scores. s(v) is the cosine of Eq. 6, not the raw dot product: a float32 row
 normalised by an embedder is not exactly unit length (its dot with itself can
@@ -130,8 +136,8 @@ UNIT_SLACK = 1e-6
 scaling by its norm (the tolerance absorbs the difference; module doc, Scores)."""
 SearchMode = Literal["exact", "ann"]
 SEARCH_MODES: tuple[str, ...] = ("exact", "ann")
-TieRule = Literal["bfs", "deepest"]
-TIE_RULES: tuple[str, ...] = ("bfs", "deepest")
+TieRule = Literal["bfs", "deepest", "record"]
+TIE_RULES: tuple[str, ...] = ("bfs", "deepest", "record")
 
 
 def standing_penalty(success_hits: int, failure_hits: int, weight: float) -> float:
@@ -666,6 +672,11 @@ class ResidualTree:
         if self.tie_rule == "deepest":
             # lexsort: last key is primary → unconsolidated, deeper, newer first
             return int(cand[np.lexsort((-seq, -depth, cons))][0])
+        if self.tie_rule == "record":
+            # unconsolidated, then the best record (c+1)/(c+f+2), then deeper, newer
+            hits = self._hits[cand].astype(np.float64)
+            rate = (hits + 1.0) / (hits + self._failures[cand] + 2.0)
+            return int(cand[np.lexsort((-seq, -depth, -rate, cons))][0])
         return int(min(cand.tolist(), key=lambda r: (int(self._cons[r]), int(self._depth[r]),
                                                       self._bfs_key(r))))
 

@@ -152,7 +152,7 @@ class DeltaMemConfig(BaseModel):
     epsilon: float = Field(default=0.05, ge=0.0, le=2.0)
     d_max: int | None = Field(default=None, ge=2, le=1000)
     d_max_source: str = ""
-    tie_rule: Literal["bfs", "deepest"] = "deepest"
+    tie_rule: Literal["bfs", "deepest", "record"] = "deepest"
     use_task_tree: bool = True
     use_env_tree: bool = True
     search: Literal["auto", "exact", "ann", "store"] = "auto"
