@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import replace
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -44,6 +45,11 @@ def naive_match(nodes: list[Node], q: np.ndarray, tau: float, eps: float, rule: 
     tied = [n for s, n in scored if s == top]
     if rule == "deepest":
         best = max(tied, key=lambda n: (not n.consolidated, n.depth, n.seq))
+    elif rule == "record":  # best (c+1)/(c+f+2), compared exactly, then as deepest
+        best = max(tied, key=lambda n: (not n.consolidated,
+                                        Fraction(n.success_hits + 1,
+                                                 n.success_hits + n.failure_hits + 2),
+                                        n.depth, n.seq))
     else:  # first in breadth-first order
         best = min(tied, key=lambda n: (n.consolidated, n.depth, path(n)))
     return best.id, top, top >= tau
@@ -85,6 +91,9 @@ def _build(spec, vectors) -> list[Node]:
                 payload=Payload("a", "b"),
                 consolidated=cons,
                 seq=i + 1,
+                # records for the "record" tie rule, spread over small counts
+                success_hits=vi % 3,
+                failure_hits=(vi // 3) % 3,
             )
         )
     return nodes
@@ -106,7 +115,7 @@ _spec = st.lists(
     tau=st.sampled_from([-1.0, 0.0, 0.45, 0.5, 0.75, 1.0]),
     d=st.sampled_from([4, 7]),
     pool_size=st.integers(1, 6),
-    rule=st.sampled_from(["bfs", "deepest"]),
+    rule=st.sampled_from(["bfs", "deepest", "record"]),
 )
 def test_exact_search_equals_definition_on_ties(spec, qi, eps, tau, d, pool_size, rule):
     # few distinct grid vectors → many exact ties, exact arithmetic everywhere

@@ -129,7 +129,7 @@ class BankView:
         cfg = self.config
         self.trees = {
             t: ResidualTree(t, dim, search="ann" if cfg.search == "ann" else "exact",
-                            tie_rule=cfg.tie_rule, failure_weight=cfg.failure_weight,
+                            tie_rule=cfg.tie_rule_of(t), failure_weight=cfg.failure_weight,
                             details=self.store.nodes_by_id,
                             capacity=OPEN_HEADROOM * counts.get(t, 0))
             for t in TREES

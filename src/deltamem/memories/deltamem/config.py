@@ -89,6 +89,12 @@ class DeltaMemConfig(BaseModel):
             code: first in breadth-first order). The in-store search of a PostgreSQL
             bank implements ``deepest`` only; with ``bfs`` the ``auto`` search runs
             in-process.
+        task_tie_rule: the Task-Tree's tie rule, where it differs from ``tie_rule``:
+            ``None`` means the domain's (:attr:`deltamem.domains.DomainPreset.task_tie_rule`)
+            unless ``tie_rule`` is given, then ``tie_rule``. The Env-Tree's residuals add
+            knowledge (the deepest chain holds the most), the Task-Tree's are alternative
+            procedures for one goal, so the two trees may break ties differently. Stored
+            with where it came from (``task_tie_rule_source``).
         use_task_tree, use_env_tree: ablation switches (paper Table 3).
         search: where and how Eq. 6 is computed (see
             :meth:`~deltamem.memories.deltamem.DeltaMem.match`):
@@ -153,6 +159,8 @@ class DeltaMemConfig(BaseModel):
     d_max: int | None = Field(default=None, ge=2, le=1000)
     d_max_source: str = ""
     tie_rule: Literal["bfs", "deepest", "record"] = "deepest"
+    task_tie_rule: Literal["bfs", "deepest", "record"] | None = None
+    task_tie_rule_source: str = ""
     use_task_tree: bool = True
     use_env_tree: bool = True
     search: Literal["auto", "exact", "ann", "store"] = "auto"
@@ -205,6 +213,12 @@ class DeltaMemConfig(BaseModel):
                 source[tree] = "set by the user"
         update["tau_source"] = source
         return self.model_copy(update=update)
+
+    def tie_rule_of(self, tree: TreeName) -> str:
+        """The tie rule of ``tree`` (the Task-Tree's own when it has one)."""
+        if tree == "task" and self.task_tie_rule is not None:
+            return self.task_tie_rule
+        return self.tie_rule
 
     def tau(self, tree: TreeName) -> float:
         value = self.tau_task if tree == "task" else self.tau_env

@@ -65,12 +65,13 @@ def store_search(store: Store, config: DeltaMemConfig) -> SearchStore | None:
     profile, ``docs/performance.md``). :class:`ConfigError` for ``search='store'``
     without one."""
     offers = (isinstance(store, SearchStore) and config.tie_rule == "deepest"
-              and not config.failure_weight)
+              and config.tie_rule_of("task") == "deepest" and not config.failure_weight)
     if config.search == "store" and not offers:
         raise ConfigError(
             f"search='store' needs a store with its own search (a postgresql:// bank), "
-            f"tie_rule='deepest' and failure_weight=0; {type(store).__name__} with "
-            f"tie_rule={config.tie_rule!r}, failure_weight="
+            f"tie_rule='deepest' in both trees and failure_weight=0; "
+            f"{type(store).__name__} with tie_rule={config.tie_rule!r}, task_tie_rule="
+            f"{config.tie_rule_of('task')!r}, failure_weight="
             f"{config.failure_weight:g} has none: use search='auto' or 'exact'"
         )
     if offers and (config.search == "store" or (
