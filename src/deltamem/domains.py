@@ -49,6 +49,9 @@ class DomainPreset:
     #: D_max of Eq. 5, the depth bound of both trees; :data:`D_MAX` says where a domain's
     #: came from (the paper's 5 where none is listed)
     d_max: int = 5
+    #: the Task-Tree's tie rule (:mod:`deltamem.core.tree`, "Tie rule") when it differs
+    #: from the Env-Tree's ``deepest``; :data:`TASK_TIE_RULE` says where a domain's came from
+    task_tie_rule: str | None = None
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,21 @@ D_MAX: dict[str, str] = {
         "while learning, so a recall carries more places"
     ),
 }
+
+
+#: where a domain's Task-Tree tie rule (``DomainPreset.task_tie_rule``) came from, when it
+#: is not the Env-Tree's ``deepest`` (docs/design-notes.md, "Which variant of a skill")
+TASK_TIE_RULE: dict[str, str] = {}
+
+
+def task_tie_rule_source(domain: str, value: str, tie_rule_given: bool) -> str:
+    """Where ``value`` (the Task-Tree's tie rule of a new bank) came from."""
+    preset = get_domain(domain).task_tie_rule
+    if tie_rule_given and value != preset:
+        return "tie_rule, set by the user for both trees"
+    if preset is None or value != preset:
+        return "set by the user" if value != "deepest" else "the Env-Tree's rule (deepest)"
+    return TASK_TIE_RULE.get(domain, "the domain's preset")
 
 
 def d_max_source(domain: str, value: int) -> str:

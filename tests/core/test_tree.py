@@ -77,6 +77,21 @@ def test_ties_prefer_unconsolidated_then_deeper_then_newer():
     assert t.match(e, 0.5, 0.05).node_id == "r_star"  # R* beats the consolidated v
 
 
+def test_record_ties_go_to_the_variant_most_often_followed_to_a_win():
+    e = vec(1, 0)
+    base = replace(node("base", e, seq=1), success_hits=2)
+    v1 = replace(node("v1", e, parent="base", depth=2, seq=2), success_hits=1)
+    v2 = node("v2", e, parent="v1", depth=3, seq=3)  # fresh: written, never followed
+    deepest = ResidualTree("task", 2, [base, v1, v2])
+    record = ResidualTree("task", 2, [base, v1, v2], tie_rule="record")
+    assert deepest.match(e, 0.5, 0.05).node_id == "v2"
+    assert record.match(e, 0.5, 0.05).node_id == "base"  # 3/4 > 2/3 > 1/2
+    record.set_state("base", 2, False, 3)  # then it lost three times: 3/7 < 1/2
+    assert record.match(e, 0.5, 0.05).node_id == "v1"
+    record.set_state("v1", 1, False, 1)  # 2/4 = 1/2 = v2's: equal records → deeper
+    assert record.match(e, 0.5, 0.05).node_id == "v2"
+
+
 def test_attachment_rule_eq5():
     nodes = [node("n1", vec(1, 0), seq=1)]
     for d in range(2, 6):

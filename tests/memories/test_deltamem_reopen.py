@@ -235,3 +235,45 @@ def test_d_max_is_the_domains_unless_given_and_is_stored_with_its_source(tmp_pat
         again.close()
     with pytest.raises(ConfigError, match="d_max"):
         DeltaMem.open(tmp_path / "paper.db", embedder=H, d_max=20)
+
+
+def test_the_task_trees_tie_rule_is_the_domains_unless_tie_rule_is_given(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from deltamem import domains
+
+    monkeypatch.setitem(domains.DOMAINS, "alfworld",
+                        replace(domains.DOMAINS["alfworld"], task_tie_rule="record"))
+    monkeypatch.setitem(domains.TASK_TIE_RULE, "alfworld", "a development stream")
+    mem = DeltaMem.open(tmp_path / "hh.db", embedder=H, domain="alfworld")
+    try:
+        cfg = mem.config
+        assert (cfg.tie_rule, cfg.task_tie_rule) == ("deepest", "record")
+        assert cfg.task_tie_rule_source == "a development stream"
+        assert mem.bank.trees["task"].tie_rule == "record"
+        assert mem.bank.trees["env"].tie_rule == "deepest"
+    finally:
+        mem.close()
+    both = DeltaMem.open(tmp_path / "both.db", embedder=H, domain="alfworld", tie_rule="bfs")
+    try:
+        assert (both.config.tie_rule, both.config.task_tie_rule) == ("bfs", "bfs")
+        assert "both trees" in both.config.task_tie_rule_source
+    finally:
+        both.close()
+    again = DeltaMem.open(tmp_path / "hh.db", embedder=H)  # the stored rule, not re-derived
+    try:
+        assert again.config.task_tie_rule == "record"
+    finally:
+        again.close()
+    _forget(tmp_path / "hh.db", "task_tie_rule", "task_tie_rule_source")  # an older bank
+    old = DeltaMem.open(tmp_path / "hh.db", embedder=H)
+    try:
+        assert old.config.task_tie_rule == "deepest"  # what its tie_rule did for both trees
+        assert "before task_tie_rule" in old.config.task_tie_rule_source
+    finally:
+        old.close()
+    switched = DeltaMem.open(tmp_path / "hh.db", embedder=H, tie_rule="bfs")
+    try:
+        assert switched.config.task_tie_rule == "bfs"  # tie_rule given: both trees
+    finally:
+        switched.close()

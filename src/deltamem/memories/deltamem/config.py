@@ -23,6 +23,7 @@ from deltamem.domains import (
     get_domain,
     skill_deltas_source,
     skill_words_source,
+    task_tie_rule_source,
     thresholds,
 )
 from deltamem.errors import ConfigError, explain_validation
@@ -198,6 +199,14 @@ class DeltaMemConfig(BaseModel):
         d_max = self.d_max or p.d_max
         update["d_max"] = d_max
         update["d_max_source"] = self.d_max_source or d_max_source(self.domain, d_max)
+        given = "tie_rule" in self.model_fields_set
+        task_rule = self.task_tie_rule or (self.tie_rule if given
+                                           else p.task_tie_rule or self.tie_rule)
+        update["task_tie_rule"] = task_rule
+        update["task_tie_rule_source"] = (
+            self.task_tie_rule_source
+            or ("set by the user" if self.task_tie_rule
+                else task_tie_rule_source(self.domain, task_rule, given)))
         deltas = self.skill_deltas or p.skill_deltas
         update["skill_deltas"] = deltas
         update["skill_deltas_source"] = (self.skill_deltas_source
@@ -257,7 +266,7 @@ def make_config(
             cfg = DeltaMemConfig(**overrides)
         elif isinstance(config, DeltaMemConfig):
             cfg = config.model_copy(update=overrides) if overrides else config
-            cfg = DeltaMemConfig(**cfg.model_dump())
+            cfg = DeltaMemConfig(**cfg.model_dump(exclude_unset=True))
         else:
             cfg = DeltaMemConfig(**{**dict(config), **overrides})
     except ConfigError:
@@ -297,6 +306,10 @@ def reopen_settings(
     if "d_max_source" not in stored and "d_max" in stored:  # written before it existed
         base["d_max_source"] = (f"a bank written before d_max_source existed "
                                 f"(d_max = {stored['d_max']})")
+    if "task_tie_rule" not in stored and "tie_rule" in stored:  # written before it existed
+        base["task_tie_rule"] = stored["tie_rule"]
+        base["task_tie_rule_source"] = (f"a bank written before task_tie_rule existed "
+                                        f"(tie_rule = {stored['tie_rule']})")
     if isinstance(config, DeltaMemConfig):
         given = {k: getattr(config, k) for k in config.model_fields_set}
     else:
@@ -304,7 +317,11 @@ def reopen_settings(
     given.update(overrides)
     given = {k: v for k, v in given.items()
              if v is not None and k not in ("tau_source", "skill_words_source",
-                                            "skill_deltas_source", "d_max_source")}
+                                            "skill_deltas_source", "d_max_source",
+                                            "task_tie_rule_source")}
+    if "tie_rule" in given and "task_tie_rule" not in given:  # tie_rule names both trees'
+        base.pop("task_tie_rule", None)
+        base.pop("task_tie_rule_source", None)
     for key in BANK_LAYOUT:
         if key in given and given[key] != base.get(key):
             raise ConfigError(
