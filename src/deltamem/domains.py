@@ -166,7 +166,18 @@ D_MAX: dict[str, str] = {
 
 #: where a domain's Task-Tree tie rule (``DomainPreset.task_tie_rule``) came from, when it
 #: is not the Env-Tree's ``deepest`` (docs/design-notes.md, "Which variant of a skill")
-TASK_TIE_RULE: dict[str, str] = {}
+TASK_TIE_RULE: dict[str, str] = {
+    "alfworld": (
+        "chosen (issue 47) on the development stream, household own play seed 1 (30 expert "
+        "demonstrations on train, then 120 unseen games frozen and unfrozen, model-free policy "
+        "with the prior guide): record against deepest won 95 vs 97 frozen (-1.7 [-5.0, "
+        "+1.7]) and 100 vs 99 unfrozen (+0.8 [-3.3, +5.0]), steps -0.3 [-0.9, +0.2]: no "
+        "difference in outcome; chosen for what it does to the tree: hits gather on the "
+        "variants that win (c(v) up to 14 against 2), so consolidation distils them (4 "
+        "Task-Tree consolidations against none), and a variant learned in one odd scene is "
+        "not recalled for every goal of its kind just because it is the newest"
+    ),
+}
 
 
 def task_tie_rule_source(domain: str, value: str, tie_rule_given: bool) -> str:
@@ -247,6 +258,7 @@ DOMAINS: dict[str, DomainPreset] = {
     "alfworld": DomainPreset(
         "alfworld", 0.75, 0.85, 5,
         d_max=20,
+        task_tie_rule="record",
         task_trigger="abstract",
         env_trigger="places",
         header="Memory recalled from earlier household episodes:\n"

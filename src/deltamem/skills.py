@@ -80,7 +80,7 @@ SKILL_SCHEMA_VERSION = 1
 """Version of what :func:`export_skills` writes (front matter keys, sidecar, manifest)."""
 FORMAT = "deltamem-skills"
 _LAYOUT = ("domain", "task_trigger", "env_trigger", "d_max", "skill_words", "skill_deltas",
-           "tie_rule", "tau_task")
+           "tie_rule", "task_tie_rule", "tau_task")
 """The source bank's settings an import into a new bank adopts (how triggers are made and
 matched), kept in the manifest."""
 _NAME_MAX, _DESC_MAX = 64, 1024
@@ -448,6 +448,9 @@ def _insert(mem: Any, skills: Sequence[Skill], embedder: Embedder, src: Path,
                 depth=1, trigger=s.trigger, embedding=vecs[i],
                 payload=Payload(s.activation or s.trigger, numbered(s.steps), s.termination),
                 origin="imported", created_at=time.time(),
+                # the record a tie rule reads (core.tree, "record") comes along
+                success_hits=_count(s.provenance.get("deltamem-success-hits")),
+                failure_hits=_count(s.provenance.get("deltamem-failure-hits")),
             ))
             report.node_ids.append(root.id)
             report.skills += 1
@@ -462,6 +465,14 @@ def _insert(mem: Any, skills: Sequence[Skill], embedder: Embedder, src: Path,
                 report.failures += 1
             mem.store.add_audit(**_audit(root, s, src))
     mem.bank.reload(force=True)
+
+
+def _count(text: str | None) -> int:
+    """A hit count from a skill's provenance (0 when absent or not a count)."""
+    try:
+        return max(0, int(str(text)))
+    except ValueError:
+        return 0
 
 
 def _audit(root: Node, skill: Skill, src: Path) -> dict[str, Any]:

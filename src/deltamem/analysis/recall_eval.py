@@ -196,7 +196,7 @@ class RecallReport:
     def markdown(self) -> list[str]:
         cfg = ", ".join(f"{k}={v}" for k, v in sorted(self.config.items())
                         if k in ("tau_task", "tau_env", "task_trigger", "env_trigger",
-                                 "tie_rule", "k_cons", "d_max"))
+                                 "tie_rule", "task_tie_rule", "k_cons", "d_max"))
         lines = [f"# Recall quality: {self.source}", "",
                  f"Embedder `{self.embedder}`; {self.n_train} train episodes (environment "
                  f"solution, structural extractor, no LLM) → {self.n_test} held-out tasks. "
