@@ -89,8 +89,11 @@ def api_key(
     tenant: Annotated[str, typer.Argument(help="Tenant the key belongs to.")],
     keys: Keys = Path("deltamem-keys.json"),
     note: Annotated[str, typer.Option(help="Free text stored with the hash.")] = "",
+    read_only: Annotated[bool, typer.Option(
+        "--read-only", help="The key may only read: recall, stats, tree, export, the "
+        "viewer (no learn, import, delete or inspector edits).")] = False,
 ) -> None:
     """Create an API key for a tenant; prints it once (only its hash is stored)."""
     from deltamem.service.keys import add_key
 
-    typer.echo(add_key(keys, tenant, note))
+    typer.echo(add_key(keys, tenant, note, scope="read" if read_only else "write"))

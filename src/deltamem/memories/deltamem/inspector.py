@@ -41,10 +41,11 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from deltamem.core.payload import Payload
 from deltamem.core.tree import Node
+from deltamem.embed.base import Embedder
 from deltamem.errors import (
     BankReadOnlyError,
     EditConflictError,
@@ -52,6 +53,7 @@ from deltamem.errors import (
     InvalidInputError,
     NodeNotFound,
 )
+from deltamem.memories.deltamem.bank import BankView
 from deltamem.memories.deltamem.edit_log import (
     ACTIONS,
     EDITS_KEY,
@@ -63,12 +65,21 @@ from deltamem.memories.deltamem.edit_log import (
     node_of,
     snapshot,
 )
-
-if TYPE_CHECKING:
-    from deltamem.memories.deltamem.facade import DeltaMem
+from deltamem.store.base import Store
 
 __all__ = ["EDITED_FIELDS", "delete_node", "edit_node", "hide_node", "relabel_node",
            "undo_edit"]
+
+
+
+class Inspected(Protocol):
+    """What the inspector needs of an open :class:`~deltamem.memories.deltamem.DeltaMem`."""
+
+    store: Store
+    bank: BankView
+    embedder: Embedder | None
+    readonly: bool
+
 
 EDITED_FIELDS = ("label", "trigger", "payload", "hidden")
 """The snapshot fields an edit changes (what an undo checks and restores)."""
@@ -84,20 +95,20 @@ def _text(name: str, value: str | None) -> str | None:
     return value
 
 
-def _writable(mem: DeltaMem) -> None:
+def _writable(mem: Inspected) -> None:
     if mem.readonly:
         raise BankReadOnlyError(f"bank {mem.store.path} is open read-only; the inspector "
                                 "cannot edit it (open it without readonly)")
 
 
-def _stored(mem: DeltaMem, node_id: str) -> Node:
+def _stored(mem: Inspected, node_id: str) -> Node:
     found = mem.store.nodes_by_id([node_id])
     if not found:
         raise NodeNotFound(f"no node {node_id!r} in this bank")
     return found[0]
 
 
-def _subtree(mem: DeltaMem, root: Node) -> list[Node]:
+def _subtree(mem: Inspected, root: Node) -> list[Node]:
     """``root`` and its descendants, parents first (read from the store: hidden ones too)."""
     nodes = mem.store.load_nodes()
     keep = {root.id}
@@ -109,14 +120,14 @@ def _subtree(mem: DeltaMem, root: Node) -> list[Node]:
     return out
 
 
-def _embed(mem: DeltaMem, triggers: list[str]) -> list[Any]:
+def _embed(mem: Inspected, triggers: list[str]) -> list[Any]:
     if mem.embedder is None:
         raise EmbedderError("re-embedding a node needs the bank's embedder: open the bank "
                             "with it (a bank opened for inspection only cannot be edited)")
     return list(mem.embedder.embed_passages(triggers))
 
 
-def _now_state(mem: DeltaMem, ids: list[str], hidden: set[str]) -> Snapshots:
+def _now_state(mem: Inspected, ids: list[str], hidden: set[str]) -> Snapshots:
     found = {n.id: n for n in mem.store.nodes_by_id(ids)}
     return {i: (snapshot(found[i], i in hidden) if i in found else None) for i in ids}
 
@@ -127,7 +138,7 @@ def _same(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
     return all(a.get(k) == b.get(k) for k in EDITED_FIELDS)
 
 
-def _commit(mem: DeltaMem, *, op: str, node: Mapping[str, Any], who: str, reason: str,
+def _commit(mem: Inspected, *, op: str, node: Mapping[str, Any], who: str, reason: str,
             before: Snapshots, after: Snapshots, undoes: str | None = None) -> Edit:
     """Check the nodes are still as ``before`` says, write ``after``, append the audit row
     and bump the edit counter, in one transaction; then reload the bank view."""
@@ -180,12 +191,12 @@ def _commit(mem: DeltaMem, *, op: str, node: Mapping[str, Any], who: str, reason
     return edit
 
 
-def _one(mem: DeltaMem, node_id: str) -> tuple[Node, dict[str, Any]]:
+def _one(mem: Inspected, node_id: str) -> tuple[Node, dict[str, Any]]:
     node = _stored(mem, node_id)
     return node, snapshot(node, node.id in hidden_ids(mem.store))
 
 
-def edit_node(mem: DeltaMem, node_id: str, *, who: str, trigger: str | None = None,
+def edit_node(mem: Inspected, node_id: str, *, who: str, trigger: str | None = None,
               activation: str | None = None, procedure: str | None = None,
               termination: str | None = None, reason: str = "") -> Edit:
     """Change a node's trigger and/or payload fields (``None``: keep); a new trigger is
@@ -207,7 +218,7 @@ def edit_node(mem: DeltaMem, node_id: str, *, who: str, trigger: str | None = No
                    before={node.id: before}, after={node.id: after})
 
 
-def hide_node(mem: DeltaMem, node_id: str, *, who: str, hidden: bool = True,
+def hide_node(mem: Inspected, node_id: str, *, who: str, hidden: bool = True,
               reason: str = "") -> Edit:
     """Hide a node and its subtree from recall (``hidden=False``: show them again)."""
     node, before = _one(mem, node_id)
@@ -218,7 +229,7 @@ def hide_node(mem: DeltaMem, node_id: str, *, who: str, hidden: bool = True,
                    after={node.id: {**before, "hidden": hidden}})
 
 
-def relabel_node(mem: DeltaMem, node_id: str, label: str, *, who: str,
+def relabel_node(mem: Inspected, node_id: str, label: str, *, who: str,
                  reason: str = "") -> Edit:
     """Set a node's label to ``SUCCESS`` or ``FAILURE``."""
     if label not in ("SUCCESS", "FAILURE"):
@@ -230,7 +241,7 @@ def relabel_node(mem: DeltaMem, node_id: str, label: str, *, who: str,
                    before={node.id: before}, after={node.id: {**before, "label": label}})
 
 
-def delete_node(mem: DeltaMem, node_id: str, *, who: str, subtree: bool = False,
+def delete_node(mem: Inspected, node_id: str, *, who: str, subtree: bool = False,
                 reason: str = "") -> Edit:
     """Remove a node; one with children only with ``subtree=True`` (then with all its
     descendants), else :class:`~deltamem.errors.EditConflictError`."""
@@ -247,7 +258,7 @@ def delete_node(mem: DeltaMem, node_id: str, *, who: str, subtree: bool = False,
                    before=before, after=dict.fromkeys(before))
 
 
-def undo_edit(mem: DeltaMem, edit_id: str, *, who: str, reason: str = "") -> Edit:
+def undo_edit(mem: Inspected, edit_id: str, *, who: str, reason: str = "") -> Edit:
     """Revert the edit ``edit_id`` (see the module doc); returns the undo's own edit."""
     target = next((e for e in edits(mem.store) if e.id == edit_id), None)
     if target is None:
