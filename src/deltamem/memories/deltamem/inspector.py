@@ -274,8 +274,14 @@ def undo_edit(mem: Inspected, edit_id: str, *, who: str, reason: str = "") -> Ed
     stored = {n.id: n for n in mem.store.nodes_by_id([i for i, s in before.items() if s])}
     hidden = hidden_ids(mem.store)
     for i, snap in before.items():  # the current counts, so the undo's row is exact
-        if snap is not None and i in stored:
-            before[i] = snapshot(stored[i], i in hidden)
+        now = snapshot(stored[i], i in hidden) if i in stored else None
+        if not _same(now, snap):
+            raise EditConflictError(
+                f"node {i} changed since edit {edit_id} (a later edit?): undo the later "
+                "edits first" if snap is not None else
+                f"node {i} exists again: nothing to restore")
+        if snap is not None and now is not None:
+            before[i] = now
             if after[i] is not None and target.before.get(i) is not None:
                 after[i] = {**before[i], **{k: target.before[i][k]  # type: ignore[index]
                                             for k in EDITED_FIELDS}}
