@@ -78,11 +78,14 @@ def view(
     embedder: Annotated[
         str | None, opts.EMBEDDER("the bank's: hashing:DIM for a hashing bank, else minilm")
     ] = None,
+    edit: Annotated[bool, typer.Option(
+        "--edit", help="Let the page edit, hide, relabel, delete and undo nodes (each change "
+        "an audit row), behind a one-time key in the printed address.")] = False,
 ) -> None:
-    """Show both trees of a bank in the browser (read-only, on 127.0.0.1)."""
+    """Show both trees of a bank in the browser (read-only unless --edit, on 127.0.0.1)."""
     from deltamem.server.viewer import view as run_view
 
-    run_view(bank, port=port, embedder=embedder)
+    run_view(bank, port=port, embedder=embedder, edit=edit)
 
 
 def api_key(

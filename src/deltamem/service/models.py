@@ -255,6 +255,9 @@ class TreeResponse(BaseModel):
     embedder: str | None
     config: dict[str, Any]
     nodes: list[NodeOut]
+    writable: bool = Field(default=False, description="The caller may edit nodes (the "
+                           "viewer's edit controls): a key that may write, on a writable "
+                           "service.")
 
 
 NODE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"

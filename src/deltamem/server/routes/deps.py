@@ -14,8 +14,8 @@ from deltamem.service import models as m
 from deltamem.service.keys import KeyRing
 from deltamem.service.tenants import LOCAL_TENANT, TenantBanks
 
-__all__ = ["ERRORS", "WRITE_ERRORS", "BankName", "Editor", "Service", "Tenant", "json_response",
-           "write_scope"]
+__all__ = ["ERRORS", "WRITE_ERRORS", "BankName", "CanWrite", "Editor", "Service", "Tenant",
+           "json_response", "write_scope"]
 
 BankName = Annotated[
     str, PathParam(pattern=m.BANK_PATTERN, description="Bank name (unique per tenant).")
@@ -93,6 +93,19 @@ async def _editor(
     return f"tenant {who} (key {KeyRing.fingerprint(key)})"
 
 
+async def _can_write(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    header: Annotated[str | None, Depends(_header)],
+) -> bool:
+    """Whether this request could write: a writable service and a key that may write (the
+    viewer shows its edit controls only then)."""
+    if request.app.state.service.readonly:
+        return False
+    keys: KeyRing | None = request.app.state.keys
+    return keys is None or keys.writable(_key(bearer, header))
+
+
 async def _service(request: Request) -> TenantBanks:
     return request.app.state.service  # type: ignore[no-any-return]
 
@@ -108,4 +121,5 @@ def json_response(model: BaseModel) -> Response:
 
 Tenant = Annotated[str, Depends(_tenant)]
 Editor = Annotated[str, Depends(_editor)]
+CanWrite = Annotated[bool, Depends(_can_write)]
 Service = Annotated[TenantBanks, Depends(_service)]
