@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
+from .conftest import PG_URL, drop_tenant_banks
 from .server_cases import GOALS, KEY_A, KEY_B, learn, task_body
 from .viewer_cases import make_bank
 
@@ -24,17 +27,27 @@ R = {"Authorization": f"Bearer {KEY_R}"}
 
 
 @pytest.fixture
-def http(tmp_path):
-    app = create_app(tmp_path / "banks", embedder=HashingEmbedder(dim=64),
-                     keys=KeyRing.from_keys({KEY_A: "alice", KEY_B: "bob", KEY_R: "alice"},
+def http(backend, tmp_path):
+    """Tenant ``alice`` (write key A, read-only key R) with bank ``b1``, ``bob`` (key B); on
+    SQLite or, when configured, PostgreSQL (unique tenant names, dropped afterwards)."""
+    tag = uuid.uuid4().hex[:8]
+    alice, bob = f"alice-{tag}", f"bob-{tag}"
+    storage = str(tmp_path / "banks") if backend == "sqlite" else PG_URL
+    app = create_app(storage, embedder=HashingEmbedder(dim=64),
+                     keys=KeyRing.from_keys({KEY_A: alice, KEY_B: bob, KEY_R: alice},
                                             read_only=[KEY_R]),
                      config={"domain": "alfworld"})
-    with TestClient(app) as client:
-        client.app = app
-        for i, (goal, ok) in enumerate([(GOALS[0], True), (GOALS[0], False), (GOALS[1], True),
-                                        (GOALS[0], True)]):
-            assert learn(client_svc(client), A, "b1", goal, f"e{i}", ok).status_code == 200
-        yield client
+    try:
+        with TestClient(app) as client:
+            client.tenant = alice
+            for i, (goal, ok) in enumerate([(GOALS[0], True), (GOALS[0], False),
+                                            (GOALS[1], True), (GOALS[0], True)]):
+                assert learn(client_svc(client), A, "b1", goal, f"e{i}", ok).status_code == 200
+            yield client
+    finally:
+        if backend == "postgres":
+            drop_tenant_banks(PG_URL, alice)
+            drop_tenant_banks(PG_URL, bob)
 
 
 class client_svc:  # what server_cases.learn expects: an object with .http
@@ -62,7 +75,7 @@ def test_edit_is_audited_recalled_and_undone(http):
     assert r.status_code == 200, r.text
     edit = r.json()
     fp = KeyRing.fingerprint(KEY_A)
-    assert edit["op"] == "edit" and edit["who"] == f"tenant alice (key {fp})"
+    assert edit["op"] == "edit" and edit["who"] == f"tenant {http.tenant} (key {fp})"
     assert edit["before"][leaf["id"]]["payload"]["execution_procedure"] == \
         leaf["payload"]["procedure"]
     assert edit["after"][leaf["id"]]["payload"]["execution_procedure"].startswith("1. look")
