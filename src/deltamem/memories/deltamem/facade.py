@@ -181,28 +181,12 @@ class DeltaMem(BankedMemory):
         (:class:`render.RecallCache`). A PostgreSQL connection cut mid-read (the server rolled
         it back) is tried once more on a new connection.
         """
-        with telemetry.memory_span("search_memory", system=self.name,
-                                   store=_store_id(self.store)) as span:
-            try:
-                recall = self.recalls.recall(self.match(task))
-            except StoreError as e:
-                if not getattr(e, "rolled_back", False):
-                    raise
-                recall = self.recalls.recall(self.match(task))
-            if span.is_recording():
-                attrs: dict[str, Any] = {"gen_ai.memory.record.count": len(recall.items)}
-                for tree, m in recall.matches.items():
-                    attrs[f"deltamem.match.{tree}.score"] = m.score
-                    attrs[f"deltamem.match.{tree}.accepted"] = m.accepted
-                    attrs[f"deltamem.match.{tree}.tau"] = m.tau
-                task_match = recall.matches.get("task")
-                if task_match is not None and task_match.accepted:
-                    attrs["gen_ai.memory.record.id"] = task_match.node_id
-                if telemetry.capture_content():
-                    attrs["gen_ai.memory.query.text"] = self.queries(task).get("task")
-                    attrs["gen_ai.memory.records"] = recall.text
-                telemetry.set_attributes(span, attrs)
-            return recall
+        try:
+            return self.recalls.recall(self.match(task))
+        except StoreError as e:
+            if not getattr(e, "rolled_back", False):
+                raise
+            return self.recalls.recall(self.match(task))
 
     # -- learn (§3.2, §3.4, §3.5): the hooks of BankedMemory.learn ---------------------------
     def learn(self, episode: Episode, recall: Recall | None = None) -> Changes:
