@@ -130,6 +130,8 @@ def test_read_only_keys_other_tenants_and_no_key_cannot_edit(http):
     node = _nodes(http)[0]
     before = http.get("/v1/banks/b1/export", headers=A).text
     assert _nodes(http, R) == _nodes(http)  # a read-only key reads
+    assert http.get("/v1/banks/b1/tree", headers=R).json()["writable"] is False
+    assert http.get("/v1/banks/b1/tree", headers=A).json()["writable"] is True
     writes = [
         ("post", f"/v1/banks/b1/nodes/{node['id']}/edit", {"procedure": "x"}),
         ("post", f"/v1/banks/b1/nodes/{node['id']}/hide", {}),
@@ -158,3 +160,20 @@ def test_the_read_only_viewer_cannot_edit(tmp_path):
         r = http.post(f"/v1/banks/local/nodes/{node['id']}/hide", json={})
         assert r.status_code == 403 and "read-only" in r.json()["detail"]
         assert http.get("/v1/banks/local/edits").json()["edits"] == []
+
+
+def test_view_edit_needs_its_one_time_key(tmp_path):
+    make_bank(tmp_path / "bank.db")
+    key = "dmk_one_time_key_of_this_viewer"
+    with TestClient(make_view_app(str(tmp_path / "bank.db"), edit_key=key)) as http:
+        assert http.get("/v1/banks/local/tree").status_code == 401
+        auth = {"Authorization": f"Bearer {key}"}
+        tree = http.get("/v1/banks/local/tree", headers=auth).json()
+        assert tree["writable"] is True
+        node = tree["nodes"][0]
+        r = http.post(f"/v1/banks/local/nodes/{node['id']}/hide", headers=auth, json={})
+        assert r.status_code == 200 and r.json()["who"].startswith("tenant local (key ")
+    with TestClient(make_view_app(str(tmp_path / "bank.db"))) as http:
+        tree = http.get("/v1/banks/local/tree").json()
+        assert tree["writable"] is False
+        assert [n["hidden"] for n in tree["nodes"] if n["id"] == node["id"]] == [True]
