@@ -64,3 +64,24 @@ def test_inspector_round_trip_on_every_backend(new_bank) -> None:
     assert now == original
     assert mem.recall(task).matches["task"].chain == chain
     mem.close()
+
+
+def test_another_open_bank_sees_the_edits(new_bank) -> None:
+    """A second connection's bank view reloads when the edit counter moves (edits change
+    nodes in place, which the append-only reload alone would miss)."""
+    loc = new_bank()
+    a = DeltaMem.open(loc, embedder=EMB, domain="alfworld", tau_task=0.5)
+    a.learn(make_episode("put a clean apple in fridge", episode_id="e0"))
+    b = DeltaMem.open(loc, embedder=EMB)
+    node = a.nodes("task")[0]
+    assert b.recall(Task(id="q", goal="put a clean apple in fridge",
+                         domain="alfworld")).matches["task"].accepted
+    wash = Task(id="w", goal="wash a plate in the sinkbasin", domain="alfworld")
+    a.edit_node(node.id, who="ana", trigger=a.queries(wash)["task"])
+    assert b.recall(wash).matches["task"].node_id == node.id
+    h = a.hide_node(node.id, who="ana")
+    assert node.id not in {n.id for n in b.nodes("task")}
+    a.undo_edit(h.id, who="ana")
+    assert node.id in {n.id for n in b.nodes("task")}
+    a.close()
+    b.close()
