@@ -24,7 +24,7 @@ def test_error_and_seed_names_are_pinned():
         "DeltaMemError", "ConfigError", "InvalidInputError", "ToolInputError", "StoreError",
         "EmbedderMismatchError", "NotABankError", "BankDamagedError", "BankReadOnlyError",
         "StorageFullError", "InvalidImportError", "IncompleteExportError", "BankNotFound",
-        "BankNotEmpty",
+        "BankNotEmpty", "NodeNotFound", "EditConflictError",
         "ReadOnlyError", "EmbedderError", "LLMError", "LLMUnavailableError", "ElfCompatError",
         "ExtractionError", "CellFailed"}
     assert set(seeding.__all__) == {"Seed", "check_generator", "check_random_state", "sub_seed"}

@@ -121,6 +121,42 @@ def test_a_tampered_export_is_refused(tmp_path: Path) -> None:
         read_manifest(tmp_path / "skills")
 
 
+def test_an_incomplete_folder_is_refused_as_a_cut_export_is(tmp_path: Path) -> None:
+    """A skill folder deleted from a copy (the manifest still lists it) is refused with
+    IncompleteExportError naming what is missing, nothing written, as a cut JSONL export
+    is; ``partial`` imports the whole ones and reports the rest."""
+    import shutil
+
+    from deltamem.errors import IncompleteExportError
+    from deltamem.store.frames import Tally
+
+    n = export_skills(_bank(tmp_path / "bank.db"), tmp_path / "skills")
+    manifest = read_manifest(tmp_path / "skills")
+    assert manifest is not None
+    # one way to count and checksum: the JSONL exports' Tally over the files as records
+    tally = Tally()
+    for rel in sorted(manifest["files"]):
+        kind = "skill" if rel.endswith("/SKILL.md") else "sidecar"
+        tally.add({"type": kind, "path": rel, "sha256": manifest["files"][rel]})
+    assert manifest["checksum"] == tally.sha256
+    assert manifest["file_counts"] == {"sidecar": n, "skill": n}
+    gone = sorted(p for p in (tmp_path / "skills").iterdir() if p.is_dir())[0]
+    shutil.rmtree(gone)
+    with pytest.raises(IncompleteExportError,
+                       match=rf"missing 1 of {n} SKILL.md files, 1 of {n} deltamem.json "
+                             rf"sidecars \({gone.name}/"):
+        import_skills(tmp_path / "skills", tmp_path / "copy.db", embedder=HashingEmbedder())
+    assert not (tmp_path / "copy.db").exists()  # nothing written
+    got = import_skills(tmp_path / "skills", tmp_path / "copy.db", embedder=HashingEmbedder(),
+                        partial=True)
+    assert got.skills == n - 1 and got.skipped == [f"{gone.name}: not whole (see the manifest)"]
+    # a folder the manifest does not list is not whole either
+    shutil.copytree(sorted(p for p in (tmp_path / "skills").iterdir() if p.is_dir())[0],
+                    tmp_path / "skills" / "smuggled-skill")
+    with pytest.raises(IncompleteExportError, match="does not list \\(smuggled-skill\\)"):
+        read_manifest(tmp_path / "skills")
+
+
 def _count(bank: Path) -> int:
     mem = DeltaMem.open(bank, embedder=None, readonly=True)
     try:

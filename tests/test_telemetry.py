@@ -160,3 +160,41 @@ def test_the_service_names_the_tenant(spans, tmp_path: Path) -> None:
     mem.recall(make_episode().task)  # outside the service: no tenant
     mem.close()
     assert "deltamem.tenant" not in _by_name(spans)["search_memory"][-1].attributes
+
+
+@pytest.mark.parametrize("system", ["synapse", "awm", "reasoningbank", "long-context", "ace",
+                                    "memp", "macla"])
+def test_every_system_s_recall_is_the_same_span(spans, system, tmp_path: Path) -> None:
+    """Recalls of the other systems get DeltaMem's ``search_memory`` span (the memory
+    contract wraps every ``recall``, one place): system, bank, record count."""
+    from .memories.baseline_helpers import SYSTEMS
+
+    mem = SYSTEMS[system].open(tmp_path / f"{system}.db", embedder=HashingEmbedder(dim=64))
+    mem.learn(make_episode("put a clean apple in fridge", episode_id="e1"))
+    spans.clear()
+    r = mem.recall(make_episode("put a clean apple in fridge").task)
+    mem.close()
+    (s,) = _by_name(spans)["search_memory"]
+    a = dict(s.attributes)
+    assert s.name == f"search_memory {system}.db"
+    assert a["gen_ai.operation.name"] == "search_memory"
+    assert a["gen_ai.provider.name"] == SYSTEMS[system].name
+    assert a["gen_ai.memory.store.id"] == f"{system}.db"
+    assert a["gen_ai.memory.record.count"] == len(r.items)
+    assert "gen_ai.memory.query.text" not in a and "gen_ai.memory.records" not in a
+
+
+def test_a_recall_calling_its_parent_s_is_one_span(spans) -> None:
+    from deltamem.memory import NoMemory
+
+    class Wrapped(NoMemory):
+        name = "wrapped"
+
+        def recall(self, task):
+            return super().recall(task)
+
+    Wrapped().recall(make_episode().task)
+    got = _by_name(spans)["search_memory"]
+    assert len(got) == 1 and got[0].attributes["gen_ai.provider.name"] == "wrapped"
+    assert got[0].attributes["gen_ai.memory.store.id"] == "wrapped"
+    assert got[0].attributes["gen_ai.memory.record.count"] == 0

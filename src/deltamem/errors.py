@@ -21,10 +21,14 @@ the module named in brackets re-exports it where it was first defined)::
     │   │                               or altered (a cut file); nothing written
     │   ├── BankNotFound            a tenant has no bank of that name (HTTP 404)
     │   │                           [service.banks, service]
-    │   └── BankNotEmpty            an import into a bank that has nodes (HTTP 409)
-    │                               [service.tenants, service]
+    │   ├── BankNotEmpty            an import into a bank that has nodes (HTTP 409)
+    │   │                           [service.tenants, service]
+    │   └── NodeNotFound            no node (or inspector edit) of that id in the bank
+    │                               (HTTP 404)
     ├── ReadOnlyError          a write to a read-only service, the local viewer (HTTP 403)
     │                          [service.tenants, service]
+    ├── EditConflictError      an inspector edit or undo that would lose data: the node
+    │                          changed since, or has children (HTTP 409)
     ├── EmbedderError          an embedder cannot load or run (never a silent fallback)
     ├── LLMError               an LLM backend failed after its retries
     │   └── LLMUnavailableError     backend not installed / model file not found
@@ -108,6 +112,16 @@ class BankNotFound(StoreError):
 
 class BankNotEmpty(StoreError):
     """An import into a bank that already has nodes (an import needs an empty bank)."""
+
+
+class NodeNotFound(StoreError):
+    """The bank has no node (or inspector edit) of that id (the service answers 404)."""
+
+
+class EditConflictError(DeltaMemError):
+    """An inspector edit or undo (:mod:`deltamem.memories.deltamem.inspector`) refused
+    because it would lose something: the node changed after the edit being undone, or a
+    node to delete has children and the subtree was not asked for. Nothing was changed."""
 
 
 class ReadOnlyError(DeltaMemError):

@@ -15,11 +15,13 @@ A new memory system is "in" when :func:`deltamem.testing.check_memory` passes on
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from deltamem import telemetry
 from deltamem.judge import Judge
 from deltamem.recorder import EpisodeRecorder
 from deltamem.types import Changes, Episode, Recall, Step, Task
@@ -37,6 +39,16 @@ class Memory(ABC):
 
     #: registry name of the system (``deltamem``, ``none``, ...)
     name: str = "memory"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every system's :meth:`recall` is traced the same way, here and only here: an
+        OpenTelemetry ``search_memory`` span (:func:`deltamem.telemetry.recall_span`) with
+        the system, the bank, the records shown and each tree's match."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("recall")
+        if own is not None and not getattr(own, "__isabstractmethod__", False) \
+                and not getattr(own, "_traced", False):
+            cls.recall = _traced(own)  # type: ignore[method-assign]
 
     @abstractmethod
     def recall(self, task: Task) -> Recall:
@@ -115,6 +127,21 @@ class Memory(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _traced(recall: Callable[..., Recall]) -> Callable[..., Recall]:
+    """``recall`` inside its ``search_memory`` span (see :meth:`Memory.__init_subclass__`)."""
+
+    @functools.wraps(recall)
+    def traced(self: Memory, task: Task, *args: Any, **kwargs: Any) -> Recall:
+        with telemetry.recall_span(self, str(getattr(task, "goal", ""))) as span:
+            out = recall(self, task, *args, **kwargs)
+            if isinstance(out, Recall):
+                telemetry.recall_done(span, out)
+            return out
+
+    traced._traced = True  # type: ignore[attr-defined]
+    return traced
 
 
 class NoMemory(Memory):

@@ -22,8 +22,15 @@ The export folder also holds :data:`MANIFEST_FILE`: format, schema version, coun
 known failures), the skills in the source bank's tie order (deepest, then newest: the order
 an import writes them in), the source bank's trigger settings (adopted by an import into a
 new bank), the SHA-256 of every file and one checksum over them, so a copy can be checked
-(:func:`read_manifest`); the same counts + checksum rule the JSONL exports' trailer
-follows.
+(:func:`read_manifest`). The counting and the checksum are the JSONL exports' own
+(:class:`deltamem.store.frames.Tally`, :func:`~deltamem.store.frames.compare`): each file is
+one record ``{"type": "skill" | "sidecar", "path": …, "sha256": …}``, in path order, and the
+manifest keeps their counts by type (``file_counts``) and the tally's SHA-256
+(``checksum``). A folder that is not whole (a file missing or altered, a skill folder the
+manifest does not list) is refused with :class:`~deltamem.errors.IncompleteExportError`
+naming what is missing, as a cut JSONL export is, and nothing is written; with
+``partial=True`` (``deltamem import --format skills --partial``) the whole skills are
+imported and the others reported as skipped.
 
 :func:`import_skills` reads such folders (a folder of skill folders, or one skill folder)
 into a DeltaMem bank: each skill becomes a Task-Tree ROOT labelled SUCCESS whose trigger
@@ -33,9 +40,9 @@ under it, with its own trigger (else the warning's text). A recall of a task on 
 imported bank therefore shows the procedure the original bank's chain composed to (and a
 failure's warning under it). Folders written by other tools import too: what the body has
 under *Procedure* (numbered or bulleted lines) is the procedure; without one, the whole
-body's numbered lines are. A manifest whose checksums do not match is refused
-(:class:`~deltamem.errors.InvalidImportError`); a skill without a procedure is skipped and
-reported. Every import is written to the bank's audit trail.
+body's numbered lines are. A manifest that disagrees with itself (its file list, counts
+and checksum) is refused (:class:`~deltamem.errors.InvalidImportError`); a skill without a
+procedure is skipped and reported. Every import is written to the bank's audit trail.
 """
 
 from __future__ import annotations
@@ -55,8 +62,9 @@ from deltamem import telemetry
 from deltamem.core.payload import Payload
 from deltamem.core.tree import Node
 from deltamem.embed.base import Embedder
-from deltamem.errors import InvalidImportError, InvalidInputError
+from deltamem.errors import IncompleteExportError, InvalidImportError, InvalidInputError
 from deltamem.extract.residual import chain_steps, numbered
+from deltamem.store.frames import Tally, compare, describe_missing
 from deltamem.types import new_id
 
 __all__ = [
@@ -272,21 +280,39 @@ def export_skills(bank: str | Path, out_dir: str | Path) -> int:
         "skills": order,
         "bank_config": {k: config[k] for k in _LAYOUT if k in config},
         "files": dict(sorted(files.items())),
-        "checksum": _checksum(files),
+        "file_counts": dict(sorted(_tally(files).counts.items())),
+        "checksum": _tally(files).sha256,
     }
     (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return len(skills)
 
 
-def _checksum(files: Mapping[str, str]) -> str:
-    return _sha("".join(f"{k}\0{v}\n" for k, v in sorted(files.items())).encode())
+def _file_record(rel: str, digest: str) -> dict[str, str]:
+    """One file of an export as the record its tally counts."""
+    kind = "skill" if rel.endswith("/" + SKILL_FILE) or rel == SKILL_FILE else "sidecar"
+    return {"type": kind, "path": rel, "sha256": digest}
+
+
+def _tally(files: Mapping[str, str]) -> Tally:
+    """The :class:`~deltamem.store.frames.Tally` of ``files`` (path → SHA-256), in path
+    order: counts by type and the checksum the manifest keeps."""
+    tally = Tally()
+    for rel in sorted(files):
+        tally.add(_file_record(rel, files[rel]))
+    return tally
 
 
 # -- reading --------------------------------------------------------------------------------
 
-def read_manifest(folder: str | Path) -> dict[str, Any] | None:
+def read_manifest(folder: str | Path, *, partial: bool = False) -> dict[str, Any] | None:
     """The manifest of an export folder after checking every file against it (``None``
-    when there is none). Raises :class:`InvalidImportError` on a mismatch."""
+    when there is none).
+
+    A manifest that disagrees with itself is :class:`InvalidImportError`; a folder that is
+    not whole (files missing or altered, skill folders not listed) is
+    :class:`IncompleteExportError` naming what, unless ``partial``: then the returned
+    manifest's ``incomplete`` lists the skill folders to leave out and ``notes`` says why.
+    """
     path = Path(folder) / MANIFEST_FILE
     if not path.exists():
         return None
@@ -299,19 +325,70 @@ def read_manifest(folder: str | Path) -> dict[str, Any] | None:
         raise InvalidImportError(f"{path}: format {manifest.get('format')!r} version "
                                  f"{manifest.get('version')!r} is not {FORMAT} "
                                  f"{SKILL_SCHEMA_VERSION}")
-    if _checksum(files) != manifest.get("checksum"):
+    listed = _tally(files)
+    expected = manifest.get("file_counts")
+    if listed.sha256 != manifest.get("checksum"):
         raise InvalidImportError(f"{path}: the checksum does not match its file list")
-    for rel, digest in files.items():
-        f = Path(folder) / rel
-        if not f.exists() or _sha(f.read_bytes()) != digest:
-            raise InvalidImportError(f"{f} is missing or differs from the manifest "
-                                     f"(sha256 {digest[:12]})")
+    if not isinstance(expected, dict) or compare(expected, listed.counts):
+        raise InvalidImportError(f"{path}: file_counts {expected!r} do not match its file "
+                                 f"list ({dict(listed.counts)})")
     counts = manifest.get("counts", {})
-    skill_files = [r for r in files if r.endswith("/" + SKILL_FILE)]
-    if counts.get("skills") != len(skill_files):
+    if counts.get("skills") != listed.counts.get("skill", 0):
         raise InvalidImportError(f"{path}: counts.skills {counts.get('skills')} but "
-                                 f"{len(skill_files)} skills listed")
-    return dict(manifest)
+                                 f"{listed.counts.get('skill', 0)} skills listed")
+    return {**manifest, **_check_folder(Path(folder), files, expected, partial)}
+
+
+def _check_folder(folder: Path, files: Mapping[str, str], expected: Mapping[str, int],
+                  partial: bool) -> dict[str, Any]:
+    """The folder's files against the manifest's, counted and checksummed as the manifest
+    was (:func:`_tally`); see :func:`read_manifest`."""
+    got = Tally()
+    missing: list[str] = []
+    altered: list[str] = []
+    for rel in sorted(files):
+        f = folder / rel
+        if not f.is_file():
+            missing.append(rel)
+        elif _sha(f.read_bytes()) != files[rel]:
+            altered.append(rel)
+        else:
+            got.add(_file_record(rel, files[rel]))
+    listed = {rel.split("/")[0] for rel in files}
+    extra = sorted(p.name for p in folder.iterdir()
+                   if p.is_dir() and (p / SKILL_FILE).exists() and p.name not in listed)
+    if got.sha256 == _tally(files).sha256 and not extra:
+        return {"incomplete": [], "notes": []}
+    problems: list[str] = []
+    lost = _kinds(missing)
+    gone = compare(expected, {k: n - lost.get(k, 0) for k, n in expected.items()})
+    if missing:
+        problems.append(f"missing {describe_missing(gone)} ({_some(missing)})")
+    if altered:
+        problems.append(("1 file differs" if len(altered) == 1 else
+                         f"{len(altered)} files differ") + f" from the manifest ({_some(altered)})")
+    if extra:
+        problems.append(f"{len(extra)} skill folder(s) the manifest does not list "
+                        f"({_some(extra)})")
+    what = "; ".join(problems)
+    if not partial:
+        raise IncompleteExportError(
+            f"{folder} is not whole: {what}. Nothing was imported; import what is there "
+            "with --partial (partial=True)")
+    bad = sorted({rel.split("/")[0] for rel in missing + altered} | set(extra))
+    return {"incomplete": bad, "notes": [f"{folder} is not whole: {what}"]}
+
+
+def _kinds(rels: Sequence[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for rel in rels:
+        kind = _file_record(rel, "")["type"]
+        out[kind] = out.get(kind, 0) + 1
+    return out
+
+
+def _some(names: Sequence[str], n: int = 3) -> str:
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
 
 
 _STEP = re.compile(r"^\s*(?:\d+[.)]|[-*])\s+(.*\S)\s*$")
@@ -398,18 +475,24 @@ def _skill_folders(source: Path, manifest: Mapping[str, Any] | None) -> list[Pat
 
 
 def import_skills(source: str | Path, bank: str | Path, *, embedder: Embedder,
-                  domain: str | None = None) -> SkillImport:
+                  domain: str | None = None, partial: bool = False) -> SkillImport:
     """Read the skill folders under ``source`` into ``bank`` (a DeltaMem bank, created when
-    missing) with ``embedder`` (the bank's); see the module doc. All in one transaction."""
+    missing) with ``embedder`` (the bank's); see the module doc. All in one transaction.
+    A folder that is not whole is :class:`IncompleteExportError` unless ``partial`` (then
+    the whole skills are imported and the others listed in ``skipped``)."""
     from deltamem.memories.deltamem import DeltaMem
 
     src = Path(source)
     if not src.is_dir():
         raise InvalidInputError(f"{src} is not a folder of skills")
-    manifest = read_manifest(src)
+    manifest = read_manifest(src, partial=partial)
     skills: list[Skill] = []
     report = SkillImport()
+    incomplete = set((manifest or {}).get("incomplete") or ())
+    report.skipped += [f"{name}: not whole (see the manifest)" for name in sorted(incomplete)]
     for folder in _skill_folders(src, manifest):
+        if folder.name in incomplete:
+            continue
         s = read_skill(folder)
         if not s.steps:
             report.skipped.append(f"{folder.name}: no procedure steps")

@@ -15,7 +15,8 @@ instrumentation scope ``deltamem``:
   ``deltamem.purpose`` (act, extract, judge, ...), ``deltamem.attempts``,
   ``deltamem.retry_wait_s``, ``deltamem.tokens_estimated``;
 * each memory operation as a span ``{gen_ai.operation.name} {store}`` following the GenAI
-  memory conventions: ``search_memory`` (recall), ``update_memory`` (learn),
+  memory conventions: ``search_memory`` (recall, of every memory system: the memory
+  contract wraps each system's ``recall``, :func:`recall_span`), ``update_memory`` (learn),
   ``delete_memory`` (prune), ``create_memory`` (import), with ``gen_ai.provider.name``
   (the memory system), ``gen_ai.memory.store.id`` (the bank), ``gen_ai.memory.record.id``
   (the matched node of the Task-Tree, for a recall), ``gen_ai.memory.record.count``
@@ -54,8 +55,11 @@ __all__ = [
     "llm_done",
     "llm_span",
     "memory_span",
+    "recall_done",
+    "recall_span",
     "set_attributes",
     "span",
+    "store_id",
     "tenant",
     "use_tracer_provider",
 ]
@@ -244,3 +248,57 @@ def memory_span(operation: str, *, system: str, store: str, tenant: str | None =
              **(attributes or {})}
     with span(f"{operation} {store}", attrs) as s:
         yield s
+
+
+def store_id(store: Any) -> str:
+    """A bank's name in spans: its file name (no folders), or the store's path; a database
+    URL keeps its scheme and last path part (no credentials)."""
+    from pathlib import Path
+
+    path = str(getattr(store, "path", "") or "")
+    if "://" in path:
+        return path.split("://", 1)[0] + "://" + path.rsplit("/", 1)[-1]
+    return Path(path).name or path or "memory"
+
+
+_IN_RECALL: ContextVar[int | None] = ContextVar("deltamem_in_recall", default=None)
+
+
+@contextmanager
+def recall_span(memory: Any, query: str) -> Iterator[Any]:
+    """The ``search_memory`` span of one recall of ``memory`` (any memory system; the
+    memory contract opens it around every ``recall``). A recall of the same memory inside it
+    (a subclass calling ``super().recall``) opens none; the caller sets the outcome with
+    :func:`recall_done`."""
+    if not enabled() or _IN_RECALL.get() == id(memory):
+        yield _NO_SPAN
+        return
+    store = getattr(memory, "store", None)
+    token = _IN_RECALL.set(id(memory))
+    try:
+        with memory_span("search_memory", system=str(getattr(memory, "name", "memory")),
+                         store=store_id(store) if store is not None
+                         else str(getattr(memory, "name", "memory"))) as s:
+            if capture_content():
+                set_attributes(s, {"gen_ai.memory.query.text": query})
+            yield s
+    finally:
+        _IN_RECALL.reset(token)
+
+
+def recall_done(s: Any, recall: Any) -> None:
+    """A recall's outcome on its span: records shown, each tree's match (score, accepted,
+    τ), the Task-Tree's matched record, and the recalled text when content is captured."""
+    if not s.is_recording():
+        return
+    attrs: dict[str, Any] = {"gen_ai.memory.record.count": len(recall.items)}
+    for tree, m in recall.matches.items():
+        attrs[f"deltamem.match.{tree}.score"] = m.score
+        attrs[f"deltamem.match.{tree}.accepted"] = m.accepted
+        attrs[f"deltamem.match.{tree}.tau"] = m.tau
+    task_match = recall.matches.get("task")
+    if task_match is not None and task_match.accepted:
+        attrs["gen_ai.memory.record.id"] = task_match.node_id
+    if capture_content():
+        attrs["gen_ai.memory.records"] = recall.text
+    set_attributes(s, attrs)

@@ -187,6 +187,7 @@ def test_stdio_learn_without_success_asks_the_servers_judge(tmp_path: Path) -> N
 # -- streamable HTTP --------------------------------------------------------------------------
 
 KEY_A, KEY_B = "dmk_key-of-tenant-a", "dmk_key-of-tenant-b"
+KEY_R = "dmk_read-only-key-of-tenant-a"
 
 
 def _free_port() -> int:
@@ -197,7 +198,7 @@ def _free_port() -> int:
 
 @pytest.fixture
 def http_url(tmp_path: Path) -> Iterator[str]:
-    keys = KeyRing.from_keys({KEY_A: "alice", KEY_B: "bob"})
+    keys = KeyRing.from_keys({KEY_A: "alice", KEY_B: "bob", KEY_R: "alice"}, read_only=[KEY_R])
     service = BankService(tmp_path / "banks", embedder=HashingEmbedder(),
                           config={"domain": "alfworld"})
     app = http_app(build_server(service, keys=keys), keys)
@@ -250,6 +251,25 @@ def test_http_without_a_valid_key_is_refused(http_url: str) -> None:
     with pytest.raises(BaseExceptionGroup) as caught:  # the SDK client cannot connect
         run(connect())
     assert caught.group_contains(MCPError, match="error response", depth=None)
+
+
+def test_http_read_only_key_recalls_but_cannot_learn(http_url: str) -> None:
+    async def go() -> tuple[Any, Any, Any]:
+        async with http_client(http_url, KEY_A) as alice:
+            await every_tool(alice, bank="kitchen")
+        async with http_client(http_url, KEY_R) as reader:
+            recall = await reader.call_tool("recall", {"goal": GOAL, "scene": SCENE,
+                                                       "bank": "kitchen"})
+            learn = await reader.call_tool("learn", {"goal": GOAL, "scene": SCENE,
+                                                     "steps": STEPS, "success": True,
+                                                     "bank": "kitchen"})
+            stats = await reader.call_tool("stats", {"bank": "kitchen"})
+        return recall, learn, stats
+
+    recall, learn, stats = run(go())
+    assert not recall.is_error and recall.structured_content["text"]
+    assert learn.is_error and "read-only" in learn.content[0].text
+    assert not stats.is_error
 
 
 def test_http_tenant_a_never_sees_tenant_b_bank(http_url: str) -> None:

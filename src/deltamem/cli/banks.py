@@ -210,21 +210,22 @@ def import_cmd(
         "minilm")] = None,
     partial: Annotated[bool, typer.Option(
         "--partial", help="Import what a cut export holds (its trailer missing or "
-        "disagreeing) and say what was skipped; without it such a file is refused.")] = False,
+        "disagreeing; with --format skills, the skills whose files agree with the manifest) "
+        "and say what was skipped; without it such an export is refused.")] = False,
 ) -> None:
     """Load a JSONL export into a new bank, or SKILL.md folders into a bank.
 
     A JSONL export must be whole: its trailer's record counts and checksum must agree with
     the records (a file cut by a full disk or a dropped connection is refused, naming what
     is missing). Exports written before exports had a trailer import with a warning. A
-    skills folder must agree with its manifest.
+    skills folder must agree with its manifest (counted and checksummed the same way).
     """
     if format == "skills":
         from deltamem.embed.factory import make_embedder
         from deltamem.skills import import_skills, skills_embedder
 
         emb = make_embedder(embedder or skills_embedder(source, bank))
-        r = import_skills(source, bank, embedder=emb)
+        r = import_skills(source, bank, embedder=emb, partial=partial)
         console.print(f"imported {r.skills} skills and {r.failures} known failures into "
                       f"{bank}" + (f"; skipped {len(r.skipped)}: " + "; ".join(r.skipped)
                                   if r.skipped else ""), markup=False, highlight=False)

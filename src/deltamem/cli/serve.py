@@ -78,19 +78,25 @@ def view(
     embedder: Annotated[
         str | None, opts.EMBEDDER("the bank's: hashing:DIM for a hashing bank, else minilm")
     ] = None,
+    edit: Annotated[bool, typer.Option(
+        "--edit", help="Let the page edit, hide, relabel, delete and undo nodes (each change "
+        "an audit row), behind a one-time key in the printed address.")] = False,
 ) -> None:
-    """Show both trees of a bank in the browser (read-only, on 127.0.0.1)."""
+    """Show both trees of a bank in the browser (read-only unless --edit, on 127.0.0.1)."""
     from deltamem.server.viewer import view as run_view
 
-    run_view(bank, port=port, embedder=embedder)
+    run_view(bank, port=port, embedder=embedder, edit=edit)
 
 
 def api_key(
     tenant: Annotated[str, typer.Argument(help="Tenant the key belongs to.")],
     keys: Keys = Path("deltamem-keys.json"),
     note: Annotated[str, typer.Option(help="Free text stored with the hash.")] = "",
+    read_only: Annotated[bool, typer.Option(
+        "--read-only", help="The key may only read: recall, stats, tree, export, the "
+        "viewer (no learn, import, delete or inspector edits).")] = False,
 ) -> None:
     """Create an API key for a tenant; prints it once (only its hash is stored)."""
     from deltamem.service.keys import add_key
 
-    typer.echo(add_key(keys, tenant, note))
+    typer.echo(add_key(keys, tenant, note, scope="read" if read_only else "write"))

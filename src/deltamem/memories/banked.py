@@ -68,11 +68,8 @@ class _Replan(Exception):
 
 
 def _store_id(store: Any) -> str:
-    """A bank's name in spans: its file name (no folders), or the store's path."""
-    path = str(getattr(store, "path", "") or "")
-    if "://" in path:  # a database URL: no credentials in telemetry
-        return path.split("://", 1)[0] + "://" + path.rsplit("/", 1)[-1]
-    return Path(path).name or path or "memory"
+    """A bank's name in spans (:func:`deltamem.telemetry.store_id`)."""
+    return telemetry.store_id(store)
 
 
 class BankedMemory(Memory):

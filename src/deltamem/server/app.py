@@ -8,10 +8,11 @@ Every ``/v1`` route needs an API key (``Authorization: Bearer <key>`` or
 tenant goes into the bank's storage key (:mod:`deltamem.service.banks`).
 
 Errors are JSON ``{"detail": ...}``: 401 no or unknown key, 403 write to a
-read-only service, 404 no such bank, 409 embedder mismatch or import into a
-bank that has nodes, 413 body over the size limit, 422 malformed body, episode
-or import (which record, why; nothing written), 502 the LLM backend failed,
-503 the storage failed (damaged bank, read-only or full disk). Bodies are
+read-only service or with a read-only key, 404 no such bank (node, edit), 409 embedder
+mismatch, import into a bank that has nodes, or an inspector edit that conflicts, 413 body
+over the size limit, 422 malformed body, episode or import (which record, why; nothing
+written), 502 the LLM backend failed, 503 the storage or the embedder failed (damaged
+bank, read-only or full disk). Bodies are
 validated strictly (``"success": "yes"`` is not a boolean), and no detail names
 a file-system path or a database URL: a bank is named by its bank name.
 """
@@ -31,10 +32,13 @@ from fastapi.responses import JSONResponse
 from deltamem.embed.base import Embedder
 from deltamem.errors import (
     ConfigError,
+    EditConflictError,
+    EmbedderError,
     EmbedderMismatchError,
     InvalidImportError,
     InvalidInputError,
     LLMError,
+    NodeNotFound,
     StoreError,
 )
 from deltamem.extract.base import Extractor
@@ -147,11 +151,14 @@ def _add_error_handlers(app: FastAPI, storage: str) -> None:
     app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(ReadOnlyError, handler(403))
     app.add_exception_handler(BankNotFound, handler(404))
+    app.add_exception_handler(NodeNotFound, handler(404))
     app.add_exception_handler(BankNotEmpty, handler(409))
+    app.add_exception_handler(EditConflictError, handler(409))
     app.add_exception_handler(EmbedderMismatchError, handler(409))
     app.add_exception_handler(InvalidInputError, handler(422))
     app.add_exception_handler(ConfigError, handler(422))
     app.add_exception_handler(LLMError, handler(502))
+    app.add_exception_handler(EmbedderError, handler(503))
     app.add_exception_handler(StoreError, handler(503))
     app.add_exception_handler(InvalidImportError, handler(422))
 

@@ -234,9 +234,11 @@ class NodeOut(BaseModel):
     seq: int
     episode_id: str
     created_at: float
+    hidden: bool = Field(default=False, description="Hidden by the inspector (with its "
+                         "subtree): kept, never recalled.")
 
     @classmethod
-    def of(cls, n: Node) -> NodeOut:
+    def of(cls, n: Node, hidden: bool = False) -> NodeOut:
         p = n.payload
         return cls(
             id=n.id, tree=n.tree, kind=n.kind, label=n.label, parent=n.parent, depth=n.depth,
@@ -244,7 +246,7 @@ class NodeOut(BaseModel):
             source=n.source, trigger=n.trigger,
             payload=PayloadOut(activation=p.activation, procedure=p.procedure,
                                termination=p.termination),
-            seq=n.seq, episode_id=n.episode_id, created_at=n.created_at,
+            seq=n.seq, episode_id=n.episode_id, created_at=n.created_at, hidden=hidden,
         )
 
 
@@ -253,6 +255,60 @@ class TreeResponse(BaseModel):
     embedder: str | None
     config: dict[str, Any]
     nodes: list[NodeOut]
+    writable: bool = Field(default=False, description="The caller may edit nodes (the "
+                           "viewer's edit controls): a key that may write, on a writable "
+                           "service.")
+
+
+NODE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+EDIT_PATTERN = r"^ed-[0-9a-f]{16}$"
+Reason = Annotated[str, Field(max_length=2000), AfterValidator(_storable)]
+
+
+class NodeEditRequest(_Strict):
+    """New text for a node (fields left out keep theirs); a new trigger is embedded again."""
+
+    trigger: Annotated[str, Field(min_length=1, max_length=4000),
+                       AfterValidator(_storable)] | None = None
+    activation: Text | None = None
+    procedure: Text | None = None
+    termination: Text | None = None
+    reason: Reason = ""
+
+
+class HideRequest(_Strict):
+    hidden: bool = True
+    reason: Reason = ""
+
+
+class RelabelRequest(_Strict):
+    label: Literal["SUCCESS", "FAILURE"]
+    reason: Reason = ""
+
+
+class UndoRequest(_Strict):
+    reason: Reason = ""
+
+
+class EditOut(BaseModel):
+    """One inspector edit, as its audit row holds it: who, when, what, every touched node
+    before and after (``null``: did not exist / removed)."""
+
+    id: str
+    op: Literal["edit", "hide", "unhide", "relabel", "delete", "undo"]
+    node_id: str
+    tree: str
+    who: str
+    at: float
+    reason: str
+    undoes: str | None
+    before: dict[str, dict[str, Any] | None]
+    after: dict[str, dict[str, Any] | None]
+
+
+class EditsResponse(BaseModel):
+    bank: str
+    edits: list[EditOut]
 
 
 class ExplainRequest(_Strict):

@@ -15,7 +15,7 @@ HTTP service answers 404, 403 and 409).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -30,6 +30,7 @@ from deltamem.errors import (
 )
 from deltamem.extract.base import Extractor
 from deltamem.memories.deltamem import DeltaMem
+from deltamem.memories.deltamem.edit_log import Edit
 from deltamem.service import models as m
 from deltamem.service.banks import BankSpace, OpenBanks
 from deltamem.store.frames import Unframe, frame
@@ -145,9 +146,14 @@ class TenantBanks:
         with self.use(tenant, bank, create=False) as mem:
             names = ("task", "env") if which == "both" else (which,)
             nodes = [n for t in names for n in mem.nodes(t)]  # type: ignore[arg-type]
+            hidden = set(mem.bank.hidden)
+            if hidden:  # kept out of the trees: read from the store, in commit order
+                nodes = sorted(nodes + [n for n in mem.store.nodes_by_id(sorted(hidden))
+                                        if n.tree in names], key=lambda n: (n.tree, n.seq))
             meta = mem.store.meta()
         return m.TreeResponse(bank=bank, embedder=meta.get("embedder_name"),
-                              config=meta.get("config", {}), nodes=[m.NodeOut.of(n) for n in nodes])
+                              config=meta.get("config", {}),
+                              nodes=[m.NodeOut.of(n, n.id in hidden) for n in nodes])
 
     def explain(self, tenant: str, bank: str, query: str, scene: str = "") -> m.ExplainResponse:
         """Scores of a query against both trees: the Eq. 6 match, its chain with each node's
@@ -173,6 +179,49 @@ class TenantBanks:
                     top=[m.ScoredNode(id=i, score=s) for i, s in top],
                 )
         return m.ExplainResponse(trees=out)  # type: ignore[arg-type]
+
+    # -- the inspector's edits (:mod:`deltamem.memories.deltamem.inspector`) -------------------
+    def _edit(self, tenant: str, bank: str, do: Callable[[DeltaMem], Edit]) -> m.EditOut:
+        self._writable()
+        with self.use(tenant, bank, create=False) as mem:
+            return m.EditOut(**do(mem).to_dict())
+
+    def edit_node(self, tenant: str, bank: str, node_id: str, body: m.NodeEditRequest,
+                  who: str) -> m.EditOut:
+        """New text for a node (a new trigger embedded again); the edit's audit row."""
+        return self._edit(tenant, bank, lambda mem: mem.edit_node(
+            node_id, who=who, trigger=body.trigger, activation=body.activation,
+            procedure=body.procedure, termination=body.termination, reason=body.reason))
+
+    def hide_node(self, tenant: str, bank: str, node_id: str, hidden: bool, who: str,
+                  reason: str = "") -> m.EditOut:
+        """Hide a node and its subtree from recall (``hidden=False``: show them again)."""
+        return self._edit(tenant, bank, lambda mem: mem.hide_node(
+            node_id, who=who, hidden=hidden, reason=reason))
+
+    def relabel_node(self, tenant: str, bank: str, node_id: str, label: str, who: str,
+                     reason: str = "") -> m.EditOut:
+        """Set a node's label to SUCCESS or FAILURE."""
+        return self._edit(tenant, bank, lambda mem: mem.relabel_node(
+            node_id, label, who=who, reason=reason))
+
+    def delete_node(self, tenant: str, bank: str, node_id: str, who: str, *,
+                    subtree: bool = False, reason: str = "") -> m.EditOut:
+        """Remove a node (one with children only with ``subtree``)."""
+        return self._edit(tenant, bank, lambda mem: mem.delete_node(
+            node_id, who=who, subtree=subtree, reason=reason))
+
+    def undo_edit(self, tenant: str, bank: str, edit_id: str, who: str,
+                  reason: str = "") -> m.EditOut:
+        """Revert one inspector edit exactly."""
+        return self._edit(tenant, bank, lambda mem: mem.undo_edit(
+            edit_id, who=who, reason=reason))
+
+    def edits(self, tenant: str, bank: str) -> m.EditsResponse:
+        """The inspector's edits of the bank, oldest first."""
+        with self.use(tenant, bank, create=False) as mem:
+            return m.EditsResponse(bank=bank, edits=[m.EditOut(**e.to_dict())
+                                                     for e in mem.edits()])
 
     def export(self, tenant: str, bank: str) -> list[dict[str, Any]]:
         """Every record of the bank (meta, nodes, logs), as ``deltamem export`` writes them:

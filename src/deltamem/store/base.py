@@ -80,6 +80,9 @@ class Store(Protocol):
       lowered).
     * ``delete_nodes(node_ids) -> int`` removes nodes together with all their descendants
       (children first; a child left behind is a ``StoreError`` and nothing changes).
+    * ``update_node(node_id, label=, trigger=, payload=, embedding=)`` replaces what the
+      inspector edits (:mod:`deltamem.memories.deltamem.inspector`); ``set_meta(key, value)``
+      sets a meta key of the bank's own (the inspector's edit counter).
     * ``add_audit(...)`` appends to the audit trail (what was superseded, penalised or
       removed, by which policy and why); ``audit()`` lists it.
 
@@ -126,6 +129,9 @@ class Store(Protocol):
     def increment_failures(self, node_id: str) -> int: ...
     def touch(self, node_ids: Iterable[str], used_at: int) -> None: ...
     def delete_nodes(self, node_ids: Iterable[str]) -> int: ...
+    def update_node(self, node_id: str, *, label: str, trigger: str, payload: Any,
+                    embedding: np.ndarray) -> None: ...
+    def set_meta(self, key: str, value: str) -> None: ...
     def add_audit(
         self, *, episode_id: str, node_id: str, tree: str, action: str, policy: str,
         reason: str, record: Mapping[str, Any] | None = None, created_at: float | None = None,

@@ -468,6 +468,32 @@ class SQLTreeStore(SQLLedger):
             self._wrote(bool(depth))
         return len(depth)
 
+    def update_node(self, node_id: str, *, label: str, trigger: str, payload: Any,
+                    embedding: np.ndarray) -> None:
+        """Replace a node's label, trigger, payload (``activation``, ``procedure``,
+        ``termination``) and embedding: the inspector's edits
+        (:mod:`deltamem.memories.deltamem.inspector`); everything else stays."""
+        emb = np.asarray(embedding, dtype=np.float32).reshape(-1)
+        with self.transaction():
+            changed = self._run(
+                f"UPDATE nodes SET label = ?, \"trigger\" = ?, activation = ?, "
+                f"\"procedure\" = ?, termination = ?, embedding = {self.EMBEDDING_IN} "
+                "WHERE id = ?",
+                (label, trigger, payload.activation, payload.procedure, payload.termination,
+                 self._embedding_param(emb), node_id),
+            )
+            if changed != 1:
+                raise StoreError(f"no node {node_id!r} in bank {self.path}")
+            self._wrote()
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set one of the bank's own settings (not those :meth:`init_meta` records once,
+        nor the schema version)."""
+        if key in META_KEYS or key == "schema_version":
+            raise StoreError(f"meta key {key!r} is not set this way")
+        with self.transaction():
+            self._put_meta([(key, value)])
+
     def add_audit(self, *, episode_id: str, node_id: str, tree: str, action: str, policy: str,
                   reason: str, record: Mapping[str, Any] | None = None,
                   created_at: float | None = None) -> None:

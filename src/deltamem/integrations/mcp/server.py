@@ -148,11 +148,14 @@ class _Calls:
                             f"some of {', '.join(sorted(allowed))}")
 
     def tool(self, ctx: Context, tool: Callable[..., Any],
-             call: Callable[[BankService, str], Any]) -> Any:
+             call: Callable[[BankService, str], Any], *, writes: bool = False) -> Any:
         """``call(service, tenant)`` for a tool call: arguments checked, library errors (bad
-        input, missing bank, embedder mismatch, store, LLM) as tool errors."""
+        input, missing bank, embedder mismatch, store, LLM) as tool errors; a tool that
+        ``writes`` refuses a read-only API key."""
         self.strict(ctx, tool)
         tenant = self.tenant(ctx.headers)
+        if writes and self.keys is not None and not self.keys.writable(_api_key(ctx.headers)):
+            raise ToolError("this API key is read-only")
         try:
             return call(self.service, tenant)
         except ToolError:
@@ -254,7 +257,8 @@ def _add_memory_tools(server: MCPServer, calls: _Calls) -> None:
         """
         return calls.tool(ctx, learn, lambda s, t: s.learn(
             t, goal=goal, steps=steps, success=success, reward=reward, scene=scene,
-            domain=domain, recall_id=recall_id, bank=bank, episode_id=episode_id))
+            domain=domain, recall_id=recall_id, bank=bank, episode_id=episode_id),
+            writes=True)
 
 
 def _add_bank_tools(server: MCPServer, calls: _Calls) -> None:

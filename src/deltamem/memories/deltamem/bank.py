@@ -8,6 +8,11 @@ last seen ``seq`` are loaded; hit counts, failure counts and consolidation flags
 re-read when they may have moved. The trees keep what Eq. 6 and the write decisions read;
 a node's text is read from the store when a chain is recalled (Eq. 7), so an open bank
 costs about its embedding matrix in memory.
+
+Nodes the inspector hid (:mod:`~deltamem.memories.deltamem.inspector`), and their
+descendants, are not in the trees: they are never matched, recalled or written under. An
+inspector edit changes nodes in place, which the incremental reload would miss: it bumps a
+meta counter, and a view that sees the counter move (another process edited) loads afresh.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from deltamem.core.payload import TreeName
 from deltamem.core.tree import Node, ResidualTree
 from deltamem.errors import ConfigError
 from deltamem.memories.deltamem.config import TREES, DeltaMemConfig
+from deltamem.memories.deltamem.edit_log import EDITS_KEY, hidden_ids
 from deltamem.store.base import Store
 from deltamem.types import Match
 
@@ -64,6 +70,9 @@ class BankView:
         self.generation = 0
         self._version = -1
         self._max_seq = 0
+        #: the nodes hidden by the inspector and their descendants (left out of the trees)
+        self.hidden: set[str] = set()
+        self._edits: object = None
 
     def reload(self, *, force: bool = False, touched: Collection[str] | None = None) -> None:
         """Bring both trees up to date with the store, incrementally.
@@ -97,6 +106,11 @@ class BankView:
             return
         if not self.trees:
             self._load_all()
+        elif self.store.meta().get(EDITS_KEY) != self._edits:
+            # the inspector changed nodes in place (another process): load afresh
+            self.trees = {}
+            self.reload(force=True)
+            return
         else:
             self._load_new()
             states = self.store.node_states()
@@ -135,6 +149,8 @@ class BankView:
             for t in TREES
         }
         self._max_seq = 0
+        self._edits = self.store.meta().get(EDITS_KEY)
+        self.hidden = hidden_ids(self.store)
         if first is not None:
             self._add_loaded(first)
             for n in nodes:
@@ -146,7 +162,10 @@ class BankView:
             self._add_loaded(n)
 
     def _add_loaded(self, n: Node) -> None:
-        self.trees[n.tree].add(n)
+        if n.id in self.hidden or n.parent in self.hidden:
+            self.hidden.add(n.id)  # hidden, or under a hidden node
+        else:
+            self.trees[n.tree].add(n)
         self._max_seq = max(self._max_seq, n.seq)
 
     def load_matched(self, matches: Mapping[TreeName, Match]) -> None:

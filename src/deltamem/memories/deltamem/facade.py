@@ -18,7 +18,7 @@ from deltamem.embed.base import Embedder
 from deltamem.errors import StoreError
 from deltamem.extract.base import Extractor
 from deltamem.memories.banked import BankedMemory, _Replan, _store_id
-from deltamem.memories.deltamem import decision, forgetting, render, search
+from deltamem.memories.deltamem import decision, forgetting, inspector, render, search
 from deltamem.memories.deltamem.bank import BankView, set_durability
 from deltamem.memories.deltamem.config import (
     PER_OPEN,
@@ -27,6 +27,7 @@ from deltamem.memories.deltamem.config import (
     make_config,
     reopen_settings,
 )
+from deltamem.memories.deltamem.edit_log import Edit, edits
 from deltamem.memories.deltamem.planner import Planner
 from deltamem.memories.plan import Plan, Rejection
 from deltamem.memories.prune import PruneEntry
@@ -180,28 +181,12 @@ class DeltaMem(BankedMemory):
         (:class:`render.RecallCache`). A PostgreSQL connection cut mid-read (the server rolled
         it back) is tried once more on a new connection.
         """
-        with telemetry.memory_span("search_memory", system=self.name,
-                                   store=_store_id(self.store)) as span:
-            try:
-                recall = self.recalls.recall(self.match(task))
-            except StoreError as e:
-                if not getattr(e, "rolled_back", False):
-                    raise
-                recall = self.recalls.recall(self.match(task))
-            if span.is_recording():
-                attrs: dict[str, Any] = {"gen_ai.memory.record.count": len(recall.items)}
-                for tree, m in recall.matches.items():
-                    attrs[f"deltamem.match.{tree}.score"] = m.score
-                    attrs[f"deltamem.match.{tree}.accepted"] = m.accepted
-                    attrs[f"deltamem.match.{tree}.tau"] = m.tau
-                task_match = recall.matches.get("task")
-                if task_match is not None and task_match.accepted:
-                    attrs["gen_ai.memory.record.id"] = task_match.node_id
-                if telemetry.capture_content():
-                    attrs["gen_ai.memory.query.text"] = self.queries(task).get("task")
-                    attrs["gen_ai.memory.records"] = recall.text
-                telemetry.set_attributes(span, attrs)
-            return recall
+        try:
+            return self.recalls.recall(self.match(task))
+        except StoreError as e:
+            if not getattr(e, "rolled_back", False):
+                raise
+            return self.recalls.recall(self.match(task))
 
     # -- learn (§3.2, §3.4, §3.5): the hooks of BankedMemory.learn ---------------------------
     def learn(self, episode: Episode, recall: Recall | None = None) -> Changes:
@@ -306,6 +291,37 @@ class DeltaMem(BankedMemory):
             removed = forgetting.prune(self.bank, policies, dry_run=dry_run)
             telemetry.set_attributes(span, {"gen_ai.memory.record.count": len(removed)})
             return removed
+
+    # -- the inspector's edits (see :mod:`deltamem.memories.deltamem.inspector`) ----------------
+    def edit_node(self, node_id: str, *, who: str, trigger: str | None = None,
+                  activation: str | None = None, procedure: str | None = None,
+                  termination: str | None = None, reason: str = "") -> Edit:
+        """Change a node's trigger (embedded again) and/or payload fields; one audit row."""
+        return inspector.edit_node(self, node_id, who=who, trigger=trigger,
+                                   activation=activation, procedure=procedure,
+                                   termination=termination, reason=reason)
+
+    def hide_node(self, node_id: str, *, who: str, hidden: bool = True,
+                  reason: str = "") -> Edit:
+        """Hide a node and its subtree from recall (``hidden=False``: show them again)."""
+        return inspector.hide_node(self, node_id, who=who, hidden=hidden, reason=reason)
+
+    def relabel_node(self, node_id: str, label: str, *, who: str, reason: str = "") -> Edit:
+        """Set a node's label (``SUCCESS`` / ``FAILURE``)."""
+        return inspector.relabel_node(self, node_id, label, who=who, reason=reason)
+
+    def delete_node(self, node_id: str, *, who: str, subtree: bool = False,
+                    reason: str = "") -> Edit:
+        """Remove a node (one with children only with ``subtree=True``, then with them)."""
+        return inspector.delete_node(self, node_id, who=who, subtree=subtree, reason=reason)
+
+    def undo_edit(self, edit_id: str, *, who: str, reason: str = "") -> Edit:
+        """Revert one inspector edit exactly (embeddings re-computed by the embedder)."""
+        return inspector.undo_edit(self, edit_id, who=who, reason=reason)
+
+    def edits(self) -> list[Edit]:
+        """The inspector's edits of this bank, oldest first (from the audit trail)."""
+        return edits(self.store)
 
     def export(self, path: str | Path) -> int:
         """Write this bank to the JSONL file ``path`` (the same records as ``deltamem

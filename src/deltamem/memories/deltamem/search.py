@@ -99,7 +99,7 @@ def match(
     trees = enabled(config)
     vecs = embedder.embed_queries([q[t] for t in trees])
     bank.reload()
-    if searcher is None:
+    if searcher is None or bank.hidden:  # the store's search does not know what is hidden
         return {t: bank.trees[t].match(vecs[i], config.tau(t), config.epsilon)
                 for i, t in enumerate(trees)}
     out = {t: searcher.match(t, vecs[i], config.tau(t), config.epsilon)

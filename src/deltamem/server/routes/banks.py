@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
-from deltamem.server.routes.deps import WRITE_ERRORS, BankName, Service, Tenant
+from deltamem.server.routes.deps import WRITE_ERRORS, BankName, Service, Tenant, write_scope
 from deltamem.service import models as m
 
 router = APIRouter(prefix="/v1/banks")
@@ -21,6 +21,7 @@ def list_banks(who: Tenant, svc: Service) -> m.BankListResponse:
 
 
 @router.delete("/{bank}", response_model=m.DeleteResponse, responses=WRITE_ERRORS,
+               dependencies=[Depends(write_scope)],
                summary="Delete a bank and everything in it")
 def delete_bank(bank: BankName, who: Tenant, svc: Service) -> m.DeleteResponse:
     """Removes the bank's storage (SQLite file / PostgreSQL schema); 404 when absent.

@@ -14,7 +14,8 @@ from deltamem.service import models as m
 from deltamem.service.keys import KeyRing
 from deltamem.service.tenants import LOCAL_TENANT, TenantBanks
 
-__all__ = ["ERRORS", "WRITE_ERRORS", "BankName", "Service", "Tenant", "json_response"]
+__all__ = ["ERRORS", "WRITE_ERRORS", "BankName", "CanWrite", "Editor", "Service", "Tenant",
+           "json_response", "write_scope"]
 
 BankName = Annotated[
     str, PathParam(pattern=m.BANK_PATTERN, description="Bank name (unique per tenant).")
@@ -55,6 +56,56 @@ async def _tenant(
     return name
 
 
+def _key(bearer: HTTPAuthorizationCredentials | None, header: str | None) -> str | None:
+    return bearer.credentials if bearer is not None else header
+
+
+async def write_scope(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    header: Annotated[str | None, Depends(_header)],
+) -> None:
+    """403 for a read-only key (``"scope": "read"`` in the key file): what every route that
+    writes depends on, besides the tenant (401 for a missing or unknown key)."""
+    keys: KeyRing | None = request.app.state.keys
+    if keys is None:
+        return  # the keyless local viewer: a read-only service refuses writes itself
+    key = _key(bearer, header)
+    if keys.tenant(key) is None:
+        raise HTTPException(401, "missing API key" if not key else "unknown API key",
+                            headers={"WWW-Authenticate": "Bearer"})
+    if not keys.writable(key):
+        raise HTTPException(403, "this API key is read-only")
+
+
+async def _editor(
+    request: Request,
+    who: Annotated[str, Depends(_tenant)],
+    _: Annotated[None, Depends(write_scope)],
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    header: Annotated[str | None, Depends(_header)],
+) -> str:
+    """Who an inspector edit is by, for its audit row: ``tenant NAME (key FINGERPRINT)``
+    (``local`` without keys); a read-only key is a 403."""
+    key = _key(bearer, header)
+    if request.app.state.keys is None or not key:
+        return who
+    return f"tenant {who} (key {KeyRing.fingerprint(key)})"
+
+
+async def _can_write(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    header: Annotated[str | None, Depends(_header)],
+) -> bool:
+    """Whether this request could write: a writable service and a key that may write (the
+    viewer shows its edit controls only then)."""
+    if request.app.state.service.readonly:
+        return False
+    keys: KeyRing | None = request.app.state.keys
+    return keys is None or keys.writable(_key(bearer, header))
+
+
 async def _service(request: Request) -> TenantBanks:
     return request.app.state.service  # type: ignore[no-any-return]
 
@@ -69,4 +120,6 @@ def json_response(model: BaseModel) -> Response:
 
 
 Tenant = Annotated[str, Depends(_tenant)]
+Editor = Annotated[str, Depends(_editor)]
+CanWrite = Annotated[bool, Depends(_can_write)]
 Service = Annotated[TenantBanks, Depends(_service)]

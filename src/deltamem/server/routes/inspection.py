@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
-from deltamem.server.routes.deps import ERRORS, BankName, Service, Tenant
+from deltamem.server.routes.deps import ERRORS, BankName, CanWrite, Service, Tenant
 from deltamem.service import models as m
 
 router = APIRouter(prefix="/v1/banks/{bank}", responses=ERRORS)
@@ -23,9 +23,11 @@ def tree(
     bank: BankName,
     who: Tenant,
     svc: Service,
+    can_write: CanWrite,
     which: Annotated[Literal["task", "env", "both"], Query(alias="tree")] = "both",
 ) -> m.TreeResponse:
-    return svc.tree(who, bank, which)
+    """``writable``: this caller may edit nodes here (a write key on a writable service)."""
+    return svc.tree(who, bank, which).model_copy(update={"writable": can_write})
 
 
 @router.post("/explain", response_model=m.ExplainResponse,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Depends, Response
 
 from deltamem.server.routes.deps import (
     ERRORS,
@@ -11,6 +11,7 @@ from deltamem.server.routes.deps import (
     Service,
     Tenant,
     json_response,
+    write_scope,
 )
 from deltamem.service import models as m
 
@@ -26,6 +27,7 @@ def recall(bank: BankName, body: m.RecallRequest, who: Tenant, svc: Service) -> 
 
 
 @router.post("/learn", response_model=m.LearnResponse, responses=WRITE_ERRORS,
+             dependencies=[Depends(write_scope)],
              summary="Learn from a finished episode (creates the bank)")
 def learn(bank: BankName, body: m.LearnRequest, who: Tenant, svc: Service) -> Response:
     """All of the episode's writes commit together; ``usage`` counts LLM tokens spent."""

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import json
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 
-from deltamem.server.routes.deps import ERRORS, WRITE_ERRORS, BankName, Service, Tenant
+from deltamem.server.routes.deps import (
+    ERRORS,
+    WRITE_ERRORS,
+    BankName,
+    Service,
+    Tenant,
+    write_scope,
+)
 from deltamem.service import models as m
 
 router = APIRouter(prefix="/v1/banks/{bank}")
@@ -26,6 +33,7 @@ def export(bank: BankName, who: Tenant, svc: Service) -> Response:
 
 
 @router.post("/import", response_model=m.ImportResponse, responses=WRITE_ERRORS,
+             dependencies=[Depends(write_scope)],
              summary="Load exported records into a new (or empty) bank")
 def import_(bank: BankName, body: m.ImportRequest, who: Tenant, svc: Service) -> m.ImportResponse:
     """All records load in one transaction or none does (a bank made for it is removed)."""
