@@ -45,7 +45,7 @@ def test_failure_hits_are_counted_and_cost_standing_only_with_a_weight() -> None
 
 
 def test_the_penalty_moves_recall_away_from_a_node_that_keeps_failing() -> None:
-    mem = bank(failure_weight=0.2)
+    mem = bank(failure_weight=0.2, tie_rule="deepest")  # ties: the newest residual first
     mem.learn(episode("sinkbasin", 0))
     mem.learn(episode("fridge", 1))  # a residual: same goal, another place
     deep = mem.recall(episode("x", 9).task).matches["task"].node_id

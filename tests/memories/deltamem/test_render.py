@@ -65,7 +65,7 @@ def test_a_cached_recall_keeps_superseded_lines_and_the_budget():
 
 
 def test_a_learn_empties_the_cache_and_the_next_recall_shows_the_new_node():
-    mem = open_mem()
+    mem = open_mem(tie_rule="deepest")  # the new residual is the match
     mem.learn(make_episode(episode_id="e0"))
     ep = make_episode(actions=OTHER, episode_id="e1")
     before = mem.recall(ep.task)
