@@ -513,8 +513,10 @@ def consolidate_child(source: str, out: str, size: int) -> None:
     sys.stdout.flush()
     t = time.perf_counter()
     consolidate_bank(source, out, embedder=HashingEmbedder(dim=DIM), size=size)
-    sys.stdout.write(json.dumps({"op_s": time.perf_counter() - t,
-                                 "window": [window[0] - t, window[1] - t]}) + "\n")
+    took = time.perf_counter() - t
+    # (a consolidation that does not build its bank through new_bank_file: the whole run)
+    span = [window[0] - t, window[1] - t] if len(window) == 2 else [0.0, took]
+    sys.stdout.write(json.dumps({"op_s": took, "window": span}) + "\n")
     sys.stdout.flush()
 
 
