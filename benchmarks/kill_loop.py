@@ -21,9 +21,10 @@ Operations:
   ``--episodes`` × ``--consolidate-scale`` entries into a new bank of ``--consolidate-size``;
   item banks are SQLite files, so this operation runs on ``sqlite`` only. The re-run runs it
   again unless the new bank is there. Each run is a process of its own (scikit-learn's OpenMP
-  threads hang a forked child); every other kill is aimed at the window in which the
-  reference run wrote its new bank; "mid" counts kills that found the bank being written (its
-  temporary file there, nothing at the new bank's name).
+  threads hang a forked child); every other kill is sent while the new bank is written (a
+  random moment within the reference's writing time after the child says it has begun).
+  "mid" counts kills that found the bank being written (its temporary file there, nothing at
+  the new bank's name).
 
 Stores: ``sqlite`` (a file) and ``postgres`` (``--pg-url`` or ``$DELTAMEM_TEST_PG_URL``).
 
@@ -492,9 +493,9 @@ def consolidate_child(source: str, out: str, size: int) -> None:
     """The consolidation as its own process (``--consolidate-child``): scikit-learn's k-means
     uses OpenMP threads, and a process forked from one that has run them hangs in its next
     k-means, so these children are started afresh, not forked. Writes ``r`` on stdout when
-    ready (imported, one small k-means run), runs ``consolidate_bank``, then writes a JSON
-    line: the run's seconds and the window in which it wrote the new bank (from opening a
-    bank other than ``source`` to the end)."""
+    ready (imported, one small k-means run), runs ``consolidate_bank`` (writing ``w`` when it
+    opens a bank other than ``source``: the new bank is being written from then on), then
+    writes a JSON line: the run's seconds and the window in which it wrote the new bank."""
     from deltamem.memories.decocted.kmeans import consolidate, consolidate_bank
     from deltamem.store.items import ItemStore
 
@@ -505,6 +506,8 @@ def consolidate_child(source: str, out: str, size: int) -> None:
     def timed(self: ItemStore, path: Any, **kw: Any) -> None:
         if str(path) != source and not opened:
             opened.append(time.perf_counter())
+            sys.stdout.write("w")  # the parent may be waiting for it to aim a kill
+            sys.stdout.flush()
         init(self, path, **kw)
 
     ItemStore.__init__ = timed  # type: ignore[method-assign]
@@ -556,7 +559,7 @@ def run_consolidate(kills: int, stores: Stores, rng: random.Random, n_entries: i
     out, _ = p.communicate()
     if p.returncode != 0:
         raise RuntimeError(f"the uninterrupted consolidation failed (exit {p.returncode})")
-    timing = json.loads(out)
+    timing = json.loads(out.lstrip("w"))
     row.op_s = float(timing["op_s"])
     w0, w1 = timing["window"]
     print(f"  consolidate: run {row.op_s:.2f} s, bank written {w0:.2f}-{w1:.2f} s", file=sys.stderr)
@@ -565,11 +568,15 @@ def run_consolidate(kills: int, stores: Stores, rng: random.Random, n_entries: i
     stores.drop(ref)
     for k in range(kills):
         loc = stores.fresh("sqlite", "consolidate")
-        # every other kill aims at the window in which the reference wrote its bank, the
-        # others land anywhere in the run
-        delay = (rng.uniform(w0, w1) if k % 2 else rng.uniform(0.0, row.op_s * 1.2 + 0.05))
+        # every other kill lands while the new bank is written: at a random moment within
+        # the reference's writing time after the child says it began; the others anywhere
         p = child(loc)
-        time.sleep(delay)
+        if k % 2:
+            assert p.stdout is not None
+            p.stdout.read(1)
+            time.sleep(rng.uniform(0.0, w1 - w0))
+        else:
+            time.sleep(rng.uniform(0.0, row.op_s * 1.2 + 0.05))
         with contextlib.suppress(ProcessLookupError):
             p.send_signal(signal.SIGKILL)
         p.communicate()
