@@ -1,4 +1,5 @@
-"""SIGKILL in the middle of writes: import, prune, learn (with consolidation), the service's learn.
+"""SIGKILL in the middle of writes: import, prune, learn (with consolidation), the service's learn,
+the decocted memories' k-means consolidation.
 
 For each operation × store, the operation runs once uninterrupted (the reference), then
 ``--kills`` times in a child process that is SIGKILLed after a random delay within the
@@ -15,12 +16,22 @@ Operations:
 - ``learn``: learning a stream of episodes of which many repeat (``k_cons=3``: consolidations
   happen along the way); the re-run learns the whole stream again (learned ids are skipped);
 - ``service-learn``: ``deltamem serve`` (a process) takes ``POST /learn`` of the same stream;
-  the server is SIGKILLed, restarted, and the client sends the whole stream again.
+  the server is SIGKILLed, restarted, and the client sends the whole stream again;
+- ``consolidate``: ``consolidate_bank`` (``deltamem decocted consolidate``) of a lessons bank of
+  ``--episodes`` × ``--consolidate-scale`` entries into a new bank of ``--consolidate-size``;
+  item banks are SQLite files, so this operation runs on ``sqlite`` only. The re-run runs it
+  again unless the new bank is there. Each run is a process of its own (scikit-learn's OpenMP
+  threads hang a forked child); every other kill is sent while the new bank is written (a
+  random moment within the reference's writing time after the child says it has begun).
+  "mid" counts kills that found the bank being written (its temporary file there, nothing at
+  the new bank's name).
 
 Stores: ``sqlite`` (a file) and ``postgres`` (``--pg-url`` or ``$DELTAMEM_TEST_PG_URL``).
 
-    python benchmarks/kill_loop.py [--kills 30] [--ops import,prune,learn,service-learn]
-        [--stores sqlite,postgres] [--episodes 40] [--seed 0] [--out kill-table.json]
+    python benchmarks/kill_loop.py [--kills 30]
+        [--ops import,prune,learn,service-learn,consolidate] [--stores sqlite,postgres]
+        [--episodes 40] [--consolidate-scale 10] [--consolidate-size 8] [--seed 0]
+        [--out kill-table.json]
 
 Prints one Markdown row per operation × store; exits 1 when any bank failed.
 """
@@ -428,12 +439,192 @@ def run_service_learn(store: str, kills: int, stores: Stores, rng: random.Random
     return row
 
 
+# -- the decocted memories' consolidation (item banks, SQLite) --------------------------------
+CONSOLIDATING = ".consolidating"  # the suffix consolidate_bank builds a new bank under
+
+
+def item_records(loc: str) -> list[dict[str, Any]]:
+    from deltamem.store.items import ItemStore
+
+    store = ItemStore(loc, readonly=True)
+    try:
+        return list(store.iter_export())
+    finally:
+        store.close()
+
+
+def item_snapshot(loc: str) -> str:
+    """SHA-256 of an item bank's records, the time it was made left out."""
+    recs = [{k: v for k, v in r.items() if not (r["type"] == "meta" and k == "created_at")}
+            for r in item_records(loc)]
+    return hashlib.sha256(json.dumps(recs, sort_keys=True).encode()).hexdigest()
+
+
+def item_invariants(loc: str, size: int) -> list[str]:
+    """What is wrong with a consolidated bank (empty: nothing): it opens as a lessons bank,
+    passes SQLite's integrity check, records its system and embedder, holds exactly ``size``
+    lessons, and every companion item belongs to a kept lesson."""
+    from deltamem.memories.decocted.lessons import LessonMemory
+    from deltamem.store.items import ItemStore
+
+    try:
+        st = ItemStore(loc, readonly=True)
+        try:
+            ok = st.integrity_ok()
+            meta = st.meta()
+        finally:
+            st.close()
+        mem = LessonMemory.open(loc, embedder=HashingEmbedder(dim=DIM), mode="deterministic")
+        mem.close()
+    except Exception as e:
+        return [f"does not open: {type(e).__name__}: {e}"]
+    bad = [] if ok else ["integrity check fails"]
+    bad += [f"meta has no {k}" for k in ("system", "embedder_name") if k not in meta]
+    items = [r for r in item_records(loc) if r["type"] == "item"]
+    lessons = {r["id"] for r in items if r["kind"] == "lesson"}
+    if len(lessons) != size:
+        bad.append(f"{len(lessons)} lessons, not {size}")
+    bad += [f"companion {r['id']} of no kept lesson" for r in items
+            if r["kind"] != "lesson" and r["key"] not in lessons]
+    return bad
+
+
+def consolidate_child(source: str, out: str, size: int) -> None:
+    """The consolidation as its own process (``--consolidate-child``): scikit-learn's k-means
+    uses OpenMP threads, and a process forked from one that has run them hangs in its next
+    k-means, so these children are started afresh, not forked. Writes ``r`` on stdout when
+    ready (imported, one small k-means run), runs ``consolidate_bank`` (writing ``w`` when it
+    opens a bank other than ``source``: the new bank is being written from then on), then
+    writes a JSON line: the run's seconds and the window in which it wrote the new bank."""
+    from deltamem.memories.decocted.kmeans import consolidate, consolidate_bank
+    from deltamem.store.items import ItemStore
+
+    consolidate(random_matrix(40, 8), 4)
+    opened: list[float] = []
+    init = ItemStore.__init__
+
+    def timed(self: ItemStore, path: Any, **kw: Any) -> None:
+        if str(path) != source and not opened:
+            opened.append(time.perf_counter())
+            sys.stdout.write("w")  # the parent may be waiting for it to aim a kill
+            sys.stdout.flush()
+        init(self, path, **kw)
+
+    ItemStore.__init__ = timed  # type: ignore[method-assign]
+    sys.stdout.write("r")
+    sys.stdout.flush()
+    t = time.perf_counter()
+    consolidate_bank(source, out, embedder=HashingEmbedder(dim=DIM), size=size)
+    took = time.perf_counter() - t
+    sys.stdout.write(json.dumps({"op_s": took, "window": [opened[0] - t, took]}) + "\n")
+    sys.stdout.flush()
+
+
+def random_matrix(n: int, d: int) -> Any:
+    import numpy as np
+
+    return np.random.default_rng(0).normal(size=(n, d))
+
+
+def run_consolidate(kills: int, stores: Stores, rng: random.Random, n_entries: int,
+                    size: int) -> Row:
+    import subprocess
+
+    from deltamem.memories.decocted.lessons import LessonMemory
+
+    row = Row("consolidate", "sqlite")
+    source = str(stores.work / "lessons.db")
+    mem = LessonMemory.open(source, embedder=HashingEmbedder(dim=DIM), mode="deterministic")
+    try:
+        for i in range(n_entries):
+            mem.learn(episode(i))
+    finally:
+        mem.close()
+
+    def child(loc: str) -> subprocess.Popen[str]:
+        p = subprocess.Popen([sys.executable, __file__, "--consolidate-child", source, loc,
+                              str(size)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        assert p.stdout is not None
+        if p.stdout.read(1) != "r":
+            p.wait()
+            raise RuntimeError(f"the consolidation child did not start (exit {p.returncode})")
+        return p
+
+    def temp(loc: str) -> Path:
+        return Path(loc + CONSOLIDATING)
+
+    ref = stores.fresh("sqlite", "consolidate")
+    p = child(ref)
+    out, _ = p.communicate()
+    if p.returncode != 0:
+        raise RuntimeError(f"the uninterrupted consolidation failed (exit {p.returncode})")
+    timing = json.loads(out.lstrip("w"))
+    row.op_s = float(timing["op_s"])
+    w0, w1 = timing["window"]
+    print(f"  consolidate: run {row.op_s:.2f} s, bank written {w0:.2f}-{w1:.2f} s", file=sys.stderr)
+    want = item_snapshot(ref)
+    assert not item_invariants(ref, size), item_invariants(ref, size)
+    stores.drop(ref)
+    for k in range(kills):
+        loc = stores.fresh("sqlite", "consolidate")
+        # every other kill lands while the new bank is written: at a random moment within
+        # the reference's writing time after the child says it began; the others anywhere
+        p = child(loc)
+        if k % 2:
+            assert p.stdout is not None
+            p.stdout.read(1)
+            time.sleep(rng.uniform(0.0, w1 - w0))
+        else:
+            time.sleep(rng.uniform(0.0, row.op_s * 1.2 + 0.05))
+        with contextlib.suppress(ProcessLookupError):
+            p.send_signal(signal.SIGKILL)
+        p.communicate()
+        row.kills += 1
+        if Path(loc).exists():
+            problems = item_invariants(loc, size)
+            if problems:
+                row.failed += 1
+                row.problems.append(f"consolidate/sqlite: {problems[:3]}")
+            elif item_snapshot(loc) == want:
+                row.after += 1
+            else:
+                row.between += 1
+                row.problems.append("consolidate/sqlite: a bank between before and after")
+        elif temp(loc).exists():
+            row.mid += 1
+        else:
+            row.before += 1
+        try:
+            if not Path(loc).exists():
+                p = child(loc)
+                p.communicate()
+                if temp(loc).exists():
+                    row.problems.append("consolidate/sqlite: the re-run left its temporary file")
+            if item_snapshot(loc) == want and not item_invariants(loc, size):
+                row.equal += 1
+            else:
+                row.problems.append("consolidate/sqlite: re-run differs from the uninterrupted "
+                                    "run")
+        except Exception as e:
+            row.problems.append(f"consolidate/sqlite: re-run failed: {type(e).__name__}: {e}")
+        stores.drop(loc)
+        stores.drop(str(temp(loc)))
+    return row
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--consolidate-child"]:
+        consolidate_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kills", type=int, default=30)
-    ap.add_argument("--ops", default="import,prune,learn,service-learn")
+    ap.add_argument("--ops", default="import,prune,learn,service-learn,consolidate")
     ap.add_argument("--stores", default="sqlite,postgres")
     ap.add_argument("--episodes", type=int, default=40)
+    ap.add_argument("--consolidate-scale", type=int, default=10,
+                    help="The consolidated lessons bank has --episodes × this many entries.")
+    ap.add_argument("--consolidate-size", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pg-url", default=os.environ.get("DELTAMEM_TEST_PG_URL"))
     ap.add_argument("--out", default=None, help="Also write the rows as JSON here.")
@@ -461,7 +652,13 @@ def main() -> int:
     print("|---" * 8 + "|")
     for op in [o for o in args.ops.split(",") if o]:
         for store in stores_wanted:
-            if op == "service-learn":
+            if op == "consolidate":
+                if store != "sqlite":
+                    continue  # item banks are SQLite files
+                row = run_consolidate(args.kills, stores, rng,
+                                      args.episodes * args.consolidate_scale,
+                                      args.consolidate_size)
+            elif op == "service-learn":
                 row = run_service_learn(store, args.kills, stores, rng, args.episodes)
             else:
                 row = run_library_op(op, store, args.kills, stores, rng, args.episodes, export)

@@ -215,6 +215,9 @@ def test_soak(tmp_path: Path) -> None:
     res = json.loads((tmp_path / "s" / "soak.json").read_text())["total"]
     assert res["errors"] == 0 and res["learns_not_accounted_for"] == 0
     assert (tmp_path / "s" / "soak.png").exists()
+    run("soak.py", "--replot", "s", cwd=tmp_path)  # the samples count their episodes already
+    data = json.loads((tmp_path / "s" / "soak.json").read_text())
+    assert "growth" in data["total"] and all("learned" in s for s in data["samples"])
 
 
 SWEEP_SPEC = """

@@ -1,8 +1,8 @@
-"""SIGKILL in the middle of an import, a prune and a learn with consolidation (issue 51): a small
-bounded run of ``benchmarks/kill_loop.py`` on SQLite (PostgreSQL too when
-``DELTAMEM_TEST_PG_URL`` is set). After every kill the bank opens, passes its invariants and is
-the bank before or after the operation; re-running the operation gives the bank of an
-uninterrupted run. The script exits 1 otherwise."""
+"""SIGKILL in the middle of an import, a prune, a learn with consolidation and the decocted
+memories' consolidation (issue 51): a small bounded run of ``benchmarks/kill_loop.py`` on SQLite
+(PostgreSQL too when ``DELTAMEM_TEST_PG_URL`` is set). After every kill the bank opens, passes
+its invariants and is the bank before or after the operation; re-running the operation gives
+the bank of an uninterrupted run. The script exits 1 otherwise."""
 
 from __future__ import annotations
 
@@ -45,3 +45,12 @@ def test_kills_on_postgres_and_in_the_service(tmp_path):
     rows = run(tmp_path, "--kills", "3", "--episodes", "24", "--stores", "sqlite,postgres",
                "--ops", "import,learn,service-learn")
     assert all(r["failed"] == 0 and r["equal"] == r["kills"] == 3 for r in rows)
+
+
+@pytest.mark.slow
+def test_kills_in_the_decocted_consolidation_leave_no_partial_bank(tmp_path):
+    """Each consolidation is a fresh process (k-means hangs in a forked child): slow."""
+    rows = run(tmp_path, "--kills", "2", "--episodes", "8", "--ops", "consolidate",
+               "--stores", "sqlite")
+    assert [r["op"] for r in rows] == ["consolidate"]
+    assert rows[0]["failed"] == rows[0]["between"] == 0 and rows[0]["equal"] == 2

@@ -15,7 +15,8 @@ records in its meta (:func:`recorded_system`). :func:`export_bank_file` and
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,8 @@ from deltamem.errors import InvalidInputError, StoreError
 from deltamem.store.base import ConfigCheck, Store
 
 __all__ = [
-    "export_bank_file", "import_bank_file", "is_url", "open_store", "recorded_system",
+    "export_bank_file", "import_bank_file", "is_url", "new_bank_file", "open_store",
+    "recorded_system",
 ]
 
 
@@ -123,10 +125,9 @@ def import_bank_file(
     made = is_file and not target.exists()
     # a new bank file is built under a temporary name and linked into place when whole: a
     # process killed mid-import leaves no file at ``location`` that is not a bank
-    build = target.with_name(target.name + ".importing") if made else target
-    if made:
-        _remove_sqlite(build)  # left by an import that was killed
-    try:
+    building = (new_bank_file(target, suffix=".importing", doing="import into") if made
+                else nullcontext(target))
+    with building as build:
         first: Any = {}
         for rec in read_jsonl(src, on_cut=lambda _: None):
             first = rec
@@ -140,22 +141,37 @@ def import_bank_file(
             n = int(store.import_records(records))
         finally:
             store.close()
-        if made:
-            _checkpoint(build)
-            try:
-                os.link(build, target)  # never replaces a bank made meanwhile
-            except FileExistsError:
-                raise StoreError(f"cannot import into {location}: a bank was created there "
-                                 "during the import") from None
-            _remove_sqlite(build)
-    except BaseException:
-        if made:  # leave no half-made bank behind
-            _remove_sqlite(build)
-        raise
     for note in records.result.notes:
         if on_note is not None:
             on_note(note)
     return n
+
+
+@contextmanager
+def new_bank_file(target: str | Path, *, suffix: str, doing: str) -> Iterator[Path]:
+    """Make a new SQLite bank file whole before it appears at ``target``.
+
+    Yields the path to create and fill the bank at: ``target``'s name + ``suffix`` beside it
+    (a file there, left by a run that was killed, is removed first). When the block ends
+    without an error the bank's write-ahead log is moved into that file, which is then
+    hard-linked to ``target`` and its temporary name removed; on an error it is removed and
+    nothing appears at ``target``. A process killed inside the block leaves only the file of
+    the temporary name (the next run's). Never replaces a bank made at ``target``
+    meanwhile: :class:`~deltamem.errors.StoreError` ("cannot ``doing`` ``target``: …").
+    """
+    target = Path(target)
+    build = target.with_name(target.name + suffix)
+    _remove_sqlite(build)
+    try:
+        yield build
+        _checkpoint(build)
+        try:
+            os.link(build, target)
+        except FileExistsError:
+            raise StoreError(f"cannot {doing} {target}: a bank was created there meanwhile"
+                             ) from None
+    finally:
+        _remove_sqlite(build)
 
 
 def _remove_sqlite(path: Path) -> None:

@@ -110,3 +110,65 @@ def test_consolidate_bank_writes_the_kept_entries(tmp_path):
         consolidate_bank(src, tmp_path / "small.db", embedder=HashingEmbedder(64), size=2)
     with pytest.raises(EmbedderMismatchError):
         consolidate_bank(src, tmp_path / "x.db", embedder=HashingEmbedder(32), size=2)
+
+
+def _records(path):
+    from deltamem.store.items import ItemStore
+
+    st = ItemStore(path, readonly=True)
+    try:
+        return [{k: v for k, v in r.items() if not (r["type"] == "meta" and k == "created_at")}
+                for r in st.iter_export()]
+    finally:
+        st.close()
+
+
+def test_a_killed_consolidation_leaves_no_bank_and_the_rerun_completes(tmp_path):
+    """The state a consolidation killed while writing leaves (issue 51): a half-written bank
+    under the temporary name, nothing at ``out`` (before the fix: ``out`` with meta only, and a
+    re-run refused because ``out`` existed). The re-run makes the bank an uninterrupted run
+    makes and removes the temporary file."""
+    from deltamem.store.items import ItemStore
+
+    src = tmp_path / "lessons.db"
+    _bank(src).close()
+    emb = HashingEmbedder(64)
+    consolidate_bank(src, tmp_path / "ref.db", embedder=emb, size=3)
+    half = ItemStore(tmp_path / "small.db.consolidating")
+    half.init_meta(system="lessons", embedder_name=emb.name, embedder_dim=emb.dim, config={})
+    half.close()
+    assert not (tmp_path / "small.db").exists()
+    consolidate_bank(src, tmp_path / "small.db", embedder=emb, size=3)
+    assert not list(tmp_path.glob("*consolidating*"))
+    assert _records(tmp_path / "small.db") == _records(tmp_path / "ref.db")
+
+
+def test_a_consolidation_that_fails_while_writing_leaves_nothing(tmp_path, monkeypatch):
+    from deltamem.store.items import ItemStore
+
+    src = tmp_path / "lessons.db"
+    _bank(src).close()
+    insert = ItemStore.insert
+    calls = []
+
+    def cut(self, item, **kw):
+        calls.append(item.id)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        return insert(self, item, **kw)
+
+    monkeypatch.setattr(ItemStore, "insert", cut)
+    with pytest.raises(OSError):
+        consolidate_bank(src, tmp_path / "small.db", embedder=HashingEmbedder(64), size=3)
+    assert not [p for p in tmp_path.iterdir() if not p.name.startswith("lessons.db")]
+    monkeypatch.setattr(ItemStore, "insert", insert)
+    res = consolidate_bank(src, tmp_path / "small.db", embedder=HashingEmbedder(64), size=3)
+    assert len(LessonMemory.open(tmp_path / "small.db", embedder=HashingEmbedder(64)).entries()
+               ) == len(res.kept) == 3
+
+
+def test_consolidation_makes_the_folder_of_its_new_bank(tmp_path):
+    src = tmp_path / "lessons.db"
+    _bank(src).close()
+    consolidate_bank(src, tmp_path / "new" / "small.db", embedder=HashingEmbedder(64), size=2)
+    assert (tmp_path / "new" / "small.db").is_file()

@@ -168,10 +168,14 @@ def consolidate_bank(source: str | Path, out: str | Path, *, embedder: Embedder,
     bank was built with (its task embeddings are reused, the contents are
     embedded). The new bank records the same system, embedder and configuration
     and holds the kept entries with their companion items (concept descriptions).
+    ``out`` appears whole or not at all: the bank is built under ``out``'s name +
+    ``.consolidating`` and linked into place when complete (a consolidation killed meanwhile
+    leaves no ``out``; the next run removes the temporary file and starts over).
     Raises :class:`StoreError` when ``out`` exists or a bank cannot be read,
     :class:`EmbedderMismatchError` for another embedder and :class:`InvalidInputError`
     for a bank without entries.
     """
+    from deltamem.store.factory import new_bank_file
     from deltamem.store.items import ItemStore
 
     out_path = Path(out)
@@ -191,16 +195,29 @@ def consolidate_bank(source: str | Path, out: str | Path, *, embedder: Embedder,
     contents = embedder.embed_passages([str(e.payload.get("content", e.text)) for e in entries])
     result = consolidate(mix_embeddings(tasks, contents, alpha), size, seed=seed)
     kept_ids = {entries[i].id for i in result.kept}
-    dst = ItemStore(out_path)
-    try:
-        dst.init_meta(system=str(meta.get("system", "lessons")), embedder_name=embedder.name,
-                      embedder_dim=embedder.dim, config=dict(meta.get("config") or {}))
-        with dst.transaction():
-            for item in items:
-                if item.id in kept_ids or (item.kind != "lesson" and item.key in kept_ids):
-                    dst.insert(item)
-    finally:
-        dst.close()
+
+    def write(path: str | Path) -> None:
+        dst = ItemStore(path)
+        try:
+            dst.init_meta(system=str(meta.get("system", "lessons")), embedder_name=embedder.name,
+                          embedder_dim=embedder.dim, config=dict(meta.get("config") or {}))
+            with dst.transaction():
+                for item in items:
+                    if item.id in kept_ids or (item.kind != "lesson" and item.key in kept_ids):
+                        dst.insert(item)
+        finally:
+            dst.close()
+
+    if str(out) == ":memory:":
+        write(out)
+    else:
+        # built whole under another name, then linked into place: a process killed meanwhile
+        # leaves nothing at ``out`` (a re-run starts over), never a bank with part of the kept
+        # entries
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        with new_bank_file(out_path, suffix=".consolidating",
+                           doing="consolidate into") as build:
+            write(build)
     kept = tuple(
         KeptEntry(id=entries[i].id, task=str(entries[i].payload.get("task", "")), cluster=c,
                   cluster_size=result.sizes[c], distance=result.distances[c])
