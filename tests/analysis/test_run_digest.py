@@ -65,3 +65,24 @@ def test_model_settings_come_from_versions_then_from_the_llm_cache(tmp_path: Pat
                                        "n_ubatch": None, "n_ctx": 4096}}]
     (tmp_path / "versions.json").write_text(json.dumps(sessions))
     assert model_settings(tmp_path) == "`local:m@q8_0` (flash_attn false)"
+
+
+def test_a_digest_keeps_what_the_run_cost_and_the_page_says_it(tmp_path: Path) -> None:
+    from deltamem.analysis.results_page import tables
+
+    d = fake_run(tmp_path, "dm", "deltamem", [1, 0, 1])
+    rec = from_run_dir(d)
+    assert rec.cost is not None
+    assert rec.cost["by_purpose"] == {"act": {"calls": 0, "input_tokens": 600,
+                                              "output_tokens": 15}}
+    assert rec.cost["money"] is None  # no cost.json: not priced
+    (d / "cost.json").write_text(json.dumps({"money": 0.0123, "currency": "USD"}))
+    priced = from_run_dir(d)
+    assert (priced.cost["money"], priced.cost["currency"]) == (0.0123, "USD")
+    back = read_digest(write_digest(priced, tmp_path / "dm.jsonl"))
+    assert back.cost == priced.cost
+    page = "\n".join(tables([back], ["deltamem"]))
+    assert "What the runs cost" in page
+    assert "* deltamem: act 600 in / 15 out (0 calls); money: 0.0123 USD" in page
+    silent = RunRecord(name="x", cfg=back.cfg, rows=back.rows)  # an older digest: no cost
+    assert "What the runs cost" not in "\n".join(tables([silent], ["deltamem"]))

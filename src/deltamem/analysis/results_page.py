@@ -286,6 +286,26 @@ def _curves(runs: list[RunRecord], size: int, label: dict[str, str], plot: Path 
     return out
 
 
+def _tokens_k(n: int) -> str:
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k" if n >= 1e3 else str(n)
+
+
+def _costs(runs: list[RunRecord]) -> list[str]:
+    """One line per run that recorded its cost: tokens in/out per purpose, and the money."""
+    label = _labels(runs)
+    out = []
+    for rec in runs:
+        c = rec.cost
+        if not c or not c.get("by_purpose"):
+            continue
+        parts = [f"{p} {_tokens_k(v['input_tokens'])} in / {_tokens_k(v['output_tokens'])} "
+                 f"out ({v['calls']} calls)" for p, v in sorted(c["by_purpose"].items())]
+        money = (f"{c['money']:.4g} {c.get('currency') or ''}".rstrip()
+                 if c.get("money") is not None else "no price for this model")
+        out.append(f"* {label[rec.name]}: {'; '.join(parts)}; money: {money}")
+    return out
+
+
 def _with_none_baseline(groups: dict[tuple[str, ...], list[RunRecord]]) -> None:
     """No memory, nothing recalled: the agent's guide changes nothing, so a `none` run is the
     baseline of every guide's group in its setting (added to groups that lack one)."""
@@ -384,6 +404,10 @@ def tables(runs: list[RunRecord], expect: list[str], *, versus: str = "deltamem"
             out += ["", f"Not measured in this setting: {', '.join(missing)}."]
         if blocks:
             out += ["", *_curves(group, blocks, _labels(group), plot, key)]
+        costs = _costs(group)
+        if costs:
+            out += ["", "What the runs cost (every phase, build included; tokens as the "
+                    "acting model's client counted them):", "", *costs]
         out += ["", "Commands:", "", "```bash"]
         out += [rec.command or command(rec.cfg) for rec in group]
         out += ["```", ""]

@@ -21,6 +21,7 @@ played (``versions.json``; a ``+`` after the commit: the source had local change
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from typing import Any
 from deltamem.analysis.trajectories import search_steps
 from deltamem.bench import read_episodes
 from deltamem.bench.config import RunConfig
+from deltamem.bench.cost import run_cost
 from deltamem.bench.results import read_trajectories
 from deltamem.errors import ConfigError
 
@@ -65,6 +67,8 @@ class RunRecord:
     #: started (``versions.json``; ``None``: not recorded)
     commit: str | None = None
     date: str | None = None
+    #: what the run's LLM calls cost (:func:`run_cost_summary`; ``None``: not recorded)
+    cost: dict[str, Any] | None = None
 
     def phase(self, phase: str) -> list[dict[str, Any]]:
         """The rows of one evaluation phase, in the order they were played."""
@@ -155,7 +159,29 @@ def from_run_dir(run_dir: str | Path) -> RunRecord:
     return RunRecord(name=d.name, cfg=cfg, rows=tuple(rows), model=model_settings(d),
                      trajectories=bool(trajs),
                      build_episodes=sum(r["phase"] == "build" for r in episodes),
-                     commit=commit, date=day)
+                     commit=commit, date=day,
+                     cost=run_cost_summary(d, episodes, cfg.llm))
+
+
+def run_cost_summary(run_dir: str | Path, episodes: Sequence[dict[str, Any]],
+                     model: str) -> dict[str, Any] | None:
+    """What a run cost: tokens in and out and calls per purpose over every phase (build
+    included), added up from the episodes' usage (:func:`deltamem.bench.cost.run_cost`), and
+    the money when the run's ``cost.json`` priced it. ``None`` when no episode recorded usage.
+    """
+    cost = run_cost(episodes, model)
+    if not cost.lines:
+        return None
+    purposes = {p: {"calls": c, "input_tokens": i, "output_tokens": o}
+                for p, (c, i, o) in cost.by_purpose().items()}
+    money = currency = None
+    try:
+        raw = json.loads((Path(run_dir) / "cost.json").read_text(encoding="utf-8"))
+        money, currency = raw.get("money"), raw.get("currency")
+    except (OSError, ValueError):
+        pass
+    return {"model": model, "by_purpose": purposes, "input_tokens": cost.input_tokens,
+            "output_tokens": cost.output_tokens, "money": money, "currency": currency}
 
 
 def write_digest(record: RunRecord, path: str | Path) -> Path:
@@ -164,7 +190,7 @@ def write_digest(record: RunRecord, path: str | Path) -> Path:
     header = {"digest": DIGEST_VERSION, "name": record.name,
               "config": record.cfg.model_dump(mode="json"), "model": record.model,
               "trajectories": record.trajectories, "build_episodes": record.build_episodes,
-              "commit": record.commit, "date": record.date}
+              "commit": record.commit, "date": record.date, "cost": record.cost}
     lines = [json.dumps(header, sort_keys=True)]
     lines += [json.dumps({k: r[k] for k in _ROW_KEYS}) for r in record.rows]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -191,4 +217,5 @@ def read_digest(path: str | Path) -> RunRecord:
     return RunRecord(name=header["name"], cfg=cfg, rows=rows, model=header.get("model"),
                      trajectories=bool(header.get("trajectories")),
                      build_episodes=int(header.get("build_episodes", 0)),
-                     commit=header.get("commit"), date=header.get("date"))
+                     commit=header.get("commit"), date=header.get("date"),
+                     cost=header.get("cost"))
