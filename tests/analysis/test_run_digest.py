@@ -65,3 +65,18 @@ def test_model_settings_come_from_versions_then_from_the_llm_cache(tmp_path: Pat
                                        "n_ubatch": None, "n_ctx": 4096}}]
     (tmp_path / "versions.json").write_text(json.dumps(sessions))
     assert model_settings(tmp_path) == "`local:m@q8_0` (flash_attn false)"
+
+
+def test_a_version_1_digest_reads_with_the_newer_fields_empty(tmp_path: Path) -> None:
+    rec = from_run_dir(fake_run(tmp_path, "dm", "deltamem", [1, 0]))
+    assert all(isinstance(r["bank_tokens"], int) for r in rec.rows)
+    lines = write_digest(rec, tmp_path / "v2.jsonl").read_text().splitlines()
+    header = {**json.loads(lines[0]), "digest": 1}
+    rows = [{k: v for k, v in json.loads(ln).items() if k not in ("recall_tokens",
+                                                                  "bank_tokens")}
+            for ln in lines[1:]]
+    old = tmp_path / "v1.jsonl"
+    old.write_text("\n".join(json.dumps(x) for x in [header, *rows]) + "\n")
+    back = read_digest(old)
+    assert [r["success"] for r in back.rows] == [True, False]
+    assert all(r["recall_tokens"] is None and r["bank_tokens"] is None for r in back.rows)
