@@ -57,7 +57,7 @@ from deltamem.analysis.run_digest import (
 )
 from deltamem.analysis.sweep import read_spec
 from deltamem.bench.cells import Cell, CellOutcome, Engine, run_cells
-from deltamem.bench.config import load_config
+from deltamem.bench.config import RunConfig, load_config
 from deltamem.bench.gain import Gain
 from deltamem.bench.results import per_game
 from deltamem.bench.stats import bootstrap_ci
@@ -179,10 +179,10 @@ def _growth(rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, int, int]]:
     n = len(rows)
     out = []
     for q in (1, 2, 3, 4):
-        r = rows[max(1, round(n * q / 4)) - 1]
-        units = str(r.get("bank_units", ""))
-        out.append((max(1, round(n * q / 4)), int(units) if units.isdigit() else 0,
-                    int(r.get("bank_tokens") or 0)))
+        at = max(1, round(n * q / 4))
+        units = str(rows[at - 1].get("bank_units", ""))
+        out.append((at, int(units) if units.isdigit() else 0,
+                    int(rows[at - 1].get("bank_tokens") or 0)))
     return out
 
 
@@ -191,13 +191,14 @@ def _finished(rec: RunRecord, phase: str) -> bool:
     return bool(rows) and (rec.cfg.episodes is None or len(rows) >= rec.cfg.episodes)
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: RunConfig, b: RunConfig) -> bool:
     """Two run configurations equal but for where they run."""
     return bool(a.model_copy(update={"run_dir": DIGEST_RUNS}) ==
                 b.model_copy(update={"run_dir": DIGEST_RUNS}))
 
 
 def digests_dir(spec: LeaderboardSpec) -> Path:
+    """The spec's digest folder."""
     return spec.root / spec.digests
 
 
