@@ -45,6 +45,7 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
+from deltamem.analysis import leaderboard
 from deltamem.analysis.results_manifest import load_manifest, load_runs, render, slug
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -356,6 +357,23 @@ def test_the_results_page_is_what_its_manifest_and_digests_give() -> None:
     assert (ROOT / "docs" / "results.md").read_text(encoding="utf-8") == page, (
         "docs/results.md is not what docs/results.toml and its digests give: run "
         "python scripts/results.py --manifest docs/results.toml")
+
+
+def test_the_leaderboard_is_what_its_committed_digests_give() -> None:
+    spec = leaderboard.load_spec(ROOT / "benchmarks" / "configs" / "leaderboard.toml")
+    plots = leaderboard.plot_paths(spec)
+    assert all(p.exists() for p in plots)
+    stale: list[str] = []
+    text, _ = leaderboard.page_text(
+        spec, generator="python scripts/leaderboard.py benchmarks/configs/leaderboard.toml "
+        "--no-run", plots=plots, stale=stale)
+    assert not stale, f"digests of another configuration: {stale}"
+    assert (ROOT / "docs" / "leaderboard.md").read_text(encoding="utf-8") == text, (
+        "docs/leaderboard.md is not what its digests give: run python scripts/leaderboard.py "
+        "benchmarks/configs/leaderboard.toml --no-run")
+    named = {p.cell.name for p in leaderboard.cells(spec, leaderboard.DIGEST_RUNS)}
+    digests = {p.stem for p in leaderboard.digests_dir(spec).glob("*.jsonl")}
+    assert digests <= named, f"digests of no cell: {sorted(digests - named)}"
 
 
 def test_every_committed_digest_and_plot_is_used_by_the_manifest() -> None:

@@ -1,8 +1,10 @@
-"""The leaderboard: its cells, a run end to end (local engine, in this process), the page
-regenerated whole from the finished cells, resumability, and the plots."""
+"""The leaderboard: its cells, a run end to end (local engine, in this process), the cells'
+digests, the page regenerated whole from the digests alone (fixture digests with chosen
+outcomes, and a fresh clone's: no run directory), resumability, and the plots."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,11 +13,13 @@ from deltamem.analysis.leaderboard import (
     bank_tokens,
     cells,
     collect,
+    digest,
     load_spec,
     render,
     run,
     write,
 )
+from deltamem.analysis.run_digest import RunRecord, read_digest, write_digest
 from deltamem.envs.registry import register, unregister
 from deltamem.errors import ConfigError
 
@@ -30,6 +34,7 @@ episodes = 3
 
 SPEC = """
 page = "out/leaderboard.md"
+digests = "out/data/leaderboard"
 systems = ["none", "deltamem", "long-context"]
 seeds = [0]
 versus = ["deltamem"]
@@ -78,16 +83,20 @@ def test_a_setting_cannot_set_the_memory(tmp_path):
         load_spec(_spec(tmp_path, text))
 
 
-def test_end_to_end_resumable_and_regenerated_whole(tmp_path, corridor):
+def test_end_to_end_resumable_digested_and_regenerated_whole(tmp_path, corridor):
     spec = load_spec(_spec(tmp_path))
     runs = tmp_path / "runs"
-    empty = render(spec, collect(spec, runs), generator="test")
+    empty = render(spec, collect(spec), generator="test")
     assert empty.count(" not run |") == 5 * 6  # five tables of six cells
     run(spec, runs, engine="local", workers=1, only=["short"])
     outcomes = run(spec, runs, engine="local", workers=1, only=["short"])
     assert all(o.skipped for o in outcomes)  # finished cells are not played again
-    page, entries = write(spec, runs, generator="python scripts/leaderboard.py X",
-                          plots=False)
+    written = digest(spec, runs)
+    assert sorted(p.name for p in written) == [f"short-{m}-s0.jsonl" for m in
+                                               ("deltamem", "long-context", "none")]
+    rec = read_digest(written[0])
+    assert str(rec.cfg.run_dir) == "runs/leaderboard/short-none-s0"  # not this machine's
+    page, entries = write(spec, generator="python scripts/leaderboard.py X", plots=False)
     text = page.read_text(encoding="utf-8")
     done = {(e.setting, e.memory) for e in entries if e.success is not None}
     assert done == {("short", m) for m in spec.systems}
@@ -102,8 +111,77 @@ def test_end_to_end_resumable_and_regenerated_whole(tmp_path, corridor):
     assert "## Bank growth on short" in text
     assert "| long-context |" in text and "## Δ success vs deltamem" in text
     assert "python -m deltamem run" in text and "`short` / `none` / seed 0" in text
-    assert write(spec, runs, generator="python scripts/leaderboard.py X",
-                 plots=False)[0].read_text(encoding="utf-8") == text  # deterministic
+    assert "`out/data/leaderboard`" in text
+    # a fresh clone: the digests alone give the same page
+    shutil.rmtree(runs)
+    assert write(spec, generator="python scripts/leaderboard.py X",
+                 plots=False)[0].read_text(encoding="utf-8") == text
+
+
+def _fixture_digests(spec, folder: Path, outcomes: dict[str, list[int]]) -> None:
+    """A digest per cell named in ``outcomes`` (the cell's configuration, one row per game:
+    its success), as a finished run would leave it."""
+    for p in cells(spec, "runs/leaderboard"):
+        won = outcomes.get(p.cell.name)
+        if won is None:
+            continue
+        rows = tuple({"phase": "online", "index": i, "position": i, "task_id": f"g{i}",
+                      "success": bool(w), "reward": float(w), "steps": 2 + i, "tokens": 0,
+                      "wall_s": 0.1, "bank_units": str(i + 1), "search": None,
+                      "recall_tokens": 10 * i, "bank_tokens": 7 * (i + 1)}
+                     for i, w in enumerate(won))
+        write_digest(RunRecord(name=p.cell.name, cfg=p.cell.config, rows=rows,
+                               commit="abcdef1", date="2026-11-29"),
+                     folder / f"{p.cell.name}.jsonl")
+
+
+def test_the_page_from_fixture_digests(tmp_path):
+    spec = load_spec(_spec(tmp_path))
+    folder = tmp_path / "out" / "data" / "leaderboard"
+    _fixture_digests(spec, folder, {"short-none-s0": [0, 0, 1, 0],
+                                    "short-deltamem-s0": [1, 1, 1, 0],
+                                    "long-deltamem-s0": [1, 0, 1, 1]})
+    page, entries = write(spec, generator="python scripts/leaderboard.py board.toml --no-run",
+                          plots=False)
+    by = {(e.setting, e.memory): e for e in entries}
+    none, dm = by[("short", "none")], by[("short", "deltamem")]
+    assert (none.success, dm.success, by[("long", "deltamem")].success) == (0.25, 0.75, 0.75)
+    n, gain = none.versus["deltamem"]  # paired by game from the digests' outcomes
+    assert n == 4 and gain.diff == pytest.approx(-0.5)
+    assert dm.won_steps == pytest.approx((2 + 3 + 4) / 3)
+    assert dm.memory_tokens == pytest.approx(15.0) and dm.bank_units == "4"
+    assert dm.growth == [(1, 1, 7), (2, 2, 14), (3, 3, 21), (4, 4, 28)]
+    assert by[("short", "long-context")].success is None
+    text = page.read_text(encoding="utf-8")
+    assert "| none | 25.0 [" in text and "| deltamem | 75.0 [" in text
+    assert "-50.0 [" in text and "| deltamem | 1 / 7 | 2 / 14 | 3 / 21 | 4 / 28 |" in text
+    assert "(abcdef1, 2026-11-29)" in text and " not run |" in text
+
+
+def test_a_digest_of_another_configuration_is_left_off_and_named(tmp_path):
+    spec = load_spec(_spec(tmp_path))
+    folder = tmp_path / "out" / "data" / "leaderboard"
+    _fixture_digests(spec, folder, {"short-none-s0": [1, 0, 0],
+                                    "short-deltamem-s0": [1, 1, 1]})
+    rec = read_digest(folder / "short-none-s0.jsonl")  # played with other settings
+    write_digest(RunRecord(name=rec.name, cfg=rec.cfg.model_copy(update={"max_steps": 9}),
+                           rows=rec.rows), folder / "short-none-s0.jsonl")
+    stale: list[str] = []
+    entries = collect(spec, stale=stale)
+    assert stale == ["short-none-s0"]
+    by = {(e.setting, e.memory): e for e in entries}
+    assert by[("short", "none")].success is None and by[("short", "deltamem")].success == 1.0
+
+
+def test_an_unfinished_cell_is_not_digested(tmp_path, corridor):
+    text = SPEC.replace("systems = [\"none\", \"deltamem\", \"long-context\"]",
+                        "systems = [\"none\"]")
+    spec = load_spec(_spec(tmp_path, text))
+    runs = tmp_path / "runs"
+    run(spec, runs, engine="local", workers=1, only=["short"])
+    log = runs / "short-none-s0" / "episodes.jsonl"
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[:2]))
+    assert digest(spec, runs) == []
 
 
 def test_plots(tmp_path, corridor):
@@ -111,7 +189,8 @@ def test_plots(tmp_path, corridor):
     spec = load_spec(_spec(tmp_path))
     runs = tmp_path / "runs"
     run(spec, runs, engine="local", workers=1, only=["short-none", "short-deltamem"])
-    page, _ = write(spec, runs, generator="test")
+    digest(spec, runs)
+    page, _ = write(spec, generator="test")
     for name in ("heatmap.png", "intervals.png"):
         assert (page.parent / "leaderboard" / name).stat().st_size > 0
     assert "![heatmap](leaderboard/heatmap.png)" in page.read_text(encoding="utf-8")

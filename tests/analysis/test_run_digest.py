@@ -86,3 +86,18 @@ def test_a_digest_keeps_what_the_run_cost_and_the_page_says_it(tmp_path: Path) -
     assert "* deltamem: act 600 in / 15 out (0 calls); money: 0.0123 USD" in page
     silent = RunRecord(name="x", cfg=back.cfg, rows=back.rows)  # an older digest: no cost
     assert "What the runs cost" not in "\n".join(tables([silent], ["deltamem"]))
+
+
+def test_a_version_1_digest_reads_with_the_newer_fields_empty(tmp_path: Path) -> None:
+    rec = from_run_dir(fake_run(tmp_path, "dm", "deltamem", [1, 0]))
+    assert all(isinstance(r["bank_tokens"], int) for r in rec.rows)
+    lines = write_digest(rec, tmp_path / "v2.jsonl").read_text().splitlines()
+    header = {**json.loads(lines[0]), "digest": 1}
+    rows = [{k: v for k, v in json.loads(ln).items() if k not in ("recall_tokens",
+                                                                  "bank_tokens")}
+            for ln in lines[1:]]
+    old = tmp_path / "v1.jsonl"
+    old.write_text("\n".join(json.dumps(x) for x in [header, *rows]) + "\n")
+    back = read_digest(old)
+    assert [r["success"] for r in back.rows] == [True, False]
+    assert all(r["recall_tokens"] is None and r["bank_tokens"] is None for r in back.rows)

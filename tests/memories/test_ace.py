@@ -106,3 +106,15 @@ def test_the_reader_score_compares_the_goal_with_the_situation_line():
     heat = mem.recall(make_episode(EGG, actions=HEAT_STEPS).task)
     best = max((i for i in heat.items if i.role == "strategy"), key=lambda i: i.score)
     assert best.score == pytest.approx(1.0, abs=1e-5) and "heat" in best.text.splitlines()[0]
+
+
+def test_reader_key_content_scores_the_whole_bullet():
+    mem = ACE.open(embedder=H, domain="alfworld", dedup_threshold=0.99)
+    for ep in episodes():
+        mem.learn(ep)
+    task = make_episode(EGG, actions=HEAT_STEPS).task
+    by_line = {i.id: i.score for i in mem.recall(task).items}
+    mem.config = mem.config.model_copy(update={"reader_key": "content"})
+    by_content = {i.id: i.score for i in mem.recall(task).items}
+    assert by_content.keys() == by_line.keys() and by_content != by_line
+    assert max(by_content.values()) < 1.0 - 1e-3  # the steps are in what is compared

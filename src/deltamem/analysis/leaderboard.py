@@ -24,8 +24,12 @@ the spec's folder; the files of ``benchmarks/configs``, not a copy of them), wit
 Every system × setting × seed is one cell, a resumable run directory ``RUNS/<setting>-
 <memory>-s<seed>`` run by :func:`deltamem.bench.cells.run_cells` (Ray tasks when Ray is
 installed, else local processes; a finished cell is skipped: ``leaderboard-cells.json``).
-:func:`collect` reads whatever cells have finished, :func:`render` writes the page whole
-(cells not run are shown as such): success with its 95 % bootstrap interval over games,
+:func:`digest` keeps each finished cell as a run digest (:mod:`deltamem.analysis.run_digest`,
+the format the results page's runs use) in the spec's ``digests`` folder (committed,
+``docs/data/leaderboard/<cell>.jsonl``); the page is built from the digests alone, so a fresh
+clone regenerates it. :func:`collect` reads the digests (a digest whose configuration is not
+the cell's any more is left off, and said), :func:`render` writes the page whole (cells
+with no digest are shown as not run): success with its 95 % bootstrap interval over games,
 the paired success difference against each ``versus`` system (same games, same order), the
 mean steps of won episodes, the bank's size (memory units, the system's own) at the end of
 the phase, and the memory tokens per episode (whitespace tokens of the recalled text the
@@ -37,26 +41,35 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from deltamem.analysis.results_page import command, paired
-from deltamem.analysis.run_digest import RunRecord, from_run_dir
+from deltamem.analysis.run_digest import (
+    RunRecord,
+    bank_tokens,
+    from_run_dir,
+    read_digest,
+    write_digest,
+)
 from deltamem.analysis.sweep import read_spec
 from deltamem.bench.cells import Cell, CellOutcome, Engine, run_cells
-from deltamem.bench.config import load_config
+from deltamem.bench.config import RunConfig, load_config
 from deltamem.bench.gain import Gain
-from deltamem.bench.results import per_game, read_episodes, read_trajectories
+from deltamem.bench.results import per_game
 from deltamem.bench.stats import bootstrap_ci
 from deltamem.errors import ConfigError
 
-__all__ = ["Entry", "LeaderboardSpec", "cells", "collect", "draw", "load_spec", "render",
-           "run"]
+__all__ = ["Entry", "LeaderboardSpec", "bank_tokens", "cells", "collect", "digest", "draw",
+           "load_spec", "page_text", "plot_paths", "render", "run", "write"]
 
 STATE_FILE = "leaderboard-cells.json"
+
+#: the run directory a digest names (the command shown for a cell writes it there)
+DIGEST_RUNS = Path("runs/leaderboard")
 
 
 class _Spec(BaseModel):
@@ -83,6 +96,10 @@ class LeaderboardSpec(_Spec):
 
     page: Path = Path("leaderboard.md")
     plots: str = "leaderboard"
+    #: the folder of the cells' run digests, the page's only input
+    digests: Path = Path("leaderboard-digests")
+    #: paragraphs put under the page's "Notes" heading (how a choice was made, ...)
+    notes: list[str] = Field(default_factory=list)
     systems: list[str] = Field(min_length=1)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     versus: list[str] = Field(default_factory=lambda: ["deltamem"])
@@ -158,46 +175,68 @@ class Entry:
     growth: list[tuple[int, int, int]] = field(default_factory=list)
 
 
-def bank_tokens(bank: Mapping[str, Any]) -> int:
-    """The whitespace tokens a bank's memory units hold, from its ``stats()``: ``units``
-    × ``avg_tokens`` (DeltaMem: per node kind, ``kind`` counts × ``avg_tokens``)."""
-    avg = bank.get("avg_tokens")
-    if isinstance(avg, Mapping):
-        counts: dict[str, int] = {}
-        for per_tree in (bank.get("kind") or {}).values():
-            for k, v in per_tree.items():
-                counts[k] = counts.get(k, 0) + int(v)
-        return round(sum(counts.get(k, 0) * float(v) for k, v in avg.items()))
-    if isinstance(avg, (int, float)) and isinstance(bank.get("units"), int):
-        return round(bank["units"] * float(avg))
-    return 0
-
-
-def _growth(run_dir: Path, phase: str) -> list[tuple[int, int, int]]:
-    rows = [r for r in read_episodes(run_dir / "episodes.jsonl") if r.get("phase") == phase]
+def _growth(rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, int, int]]:
     n = len(rows)
     out = []
     for q in (1, 2, 3, 4):
         at = max(1, round(n * q / 4))
-        bank = rows[at - 1].get("bank") or {}
-        units = bank.get("units")
-        out.append((at, int(units) if isinstance(units, int) else 0, bank_tokens(bank)))
+        units = str(rows[at - 1].get("bank_units", ""))
+        out.append((at, int(units) if units.isdigit() else 0,
+                    int(rows[at - 1].get("bank_tokens") or 0)))
     return out
 
 
-def _entry(p: Planned, phase: str) -> Entry:
-    e = Entry(p.setting, p.memory, p.seed)
-    run_dir = Path(p.cell.config.run_dir)
-    if not (run_dir / "episodes.jsonl").exists():
-        return e
-    try:
-        rec = from_run_dir(run_dir)
-    except ConfigError:
-        return e
+def _finished(rec: RunRecord, phase: str) -> bool:
     rows = rec.phase(phase)
-    expected = rec.cfg.episodes
-    if not rows or (expected is not None and len(rows) < expected):
+    return bool(rows) and (rec.cfg.episodes is None or len(rows) >= rec.cfg.episodes)
+
+
+def _same(a: RunConfig, b: RunConfig) -> bool:
+    """Two run configurations equal but for where they run."""
+    return bool(a.model_copy(update={"run_dir": DIGEST_RUNS}) ==
+                b.model_copy(update={"run_dir": DIGEST_RUNS}))
+
+
+def digests_dir(spec: LeaderboardSpec) -> Path:
+    """The spec's digest folder."""
+    return spec.root / spec.digests
+
+
+def digest(spec: LeaderboardSpec, runs: str | Path, *,
+           into: Path | None = None) -> list[Path]:
+    """Write the digest of every finished cell under ``runs`` (its phase complete) into the
+    spec's digest folder (``into``: another), replacing the cell's old digest; unfinished
+    and unplayed cells are left as they are."""
+    out = []
+    folder = into or digests_dir(spec)
+    for p in cells(spec, runs):
+        run_dir = Path(p.cell.config.run_dir)
+        if not (run_dir / "episodes.jsonl").exists():
+            continue
+        try:
+            rec = from_run_dir(run_dir)
+        except ConfigError:
+            continue
+        if not _finished(rec, spec.settings[p.setting].phase):
+            continue
+        rec = replace(rec, name=p.cell.name,
+                      cfg=rec.cfg.model_copy(update={"run_dir": DIGEST_RUNS / p.cell.name}))
+        out.append(write_digest(rec, folder / f"{p.cell.name}.jsonl"))
+    return out
+
+
+def _entry(p: Planned, phase: str, folder: Path, stale: list[str]) -> Entry:
+    e = Entry(p.setting, p.memory, p.seed)
+    path = folder / f"{p.cell.name}.jsonl"
+    if not path.exists():
+        return e
+    rec = read_digest(path)
+    if not _same(rec.cfg, p.cell.config):
+        stale.append(p.cell.name)
+        return e
+    if not _finished(rec, phase):
         return e  # unfinished: not on the board
+    rows = rec.phase(phase)
     e.record = rec
     e.episodes = len(rows)
     e.games = per_game(rows)
@@ -207,18 +246,23 @@ def _entry(p: Planned, phase: str) -> Entry:
     won = [r["steps"] for r in rows if r["success"]]
     e.won_steps = sum(won) / len(won) if won else None
     e.bank_units = str(rows[-1].get("bank_units", "-"))
-    traj = read_trajectories(run_dir)
-    tokens = [len(str(traj[r["index"]].get("recall", "")).split())
-              for r in rows if r["index"] in traj]
+    tokens = [r["recall_tokens"] for r in rows if r.get("recall_tokens") is not None]
     e.memory_tokens = sum(tokens) / len(tokens) if tokens else None
     if phase != "frozen":
-        e.growth = _growth(run_dir, phase)
+        e.growth = _growth(rows)
     return e
 
 
-def collect(spec: LeaderboardSpec, runs: str | Path) -> list[Entry]:
-    """The figures of every finished cell (an entry with ``success=None`` for the others)."""
-    entries = [_entry(p, spec.settings[p.setting].phase) for p in cells(spec, runs)]
+def collect(spec: LeaderboardSpec, digests: Path | None = None,
+            stale: list[str] | None = None) -> list[Entry]:
+    """The figures of every cell with a digest (the spec's folder, or ``digests``); an entry
+    with ``success=None`` for the others. A digest whose configuration is no longer its
+    cell's (the spec or a configuration changed since it was played) is not shown: its
+    cell's name is appended to ``stale``."""
+    folder = digests or digests_dir(spec)
+    stale = [] if stale is None else stale
+    entries = [_entry(p, spec.settings[p.setting].phase, folder, stale)
+               for p in cells(spec, DIGEST_RUNS)]
     index = {(e.setting, e.memory, e.seed): e for e in entries}
     for e in entries:
         if e.success is None:
@@ -261,12 +305,14 @@ def _grid(spec: LeaderboardSpec, entries: Sequence[Entry], seed: int, cell: Any)
 
 
 def render(spec: LeaderboardSpec, entries: Sequence[Entry], *, generator: str,
-           plots: Sequence[Path] = ()) -> str:
-    """The leaderboard page (Markdown), whole."""
+           plots: Sequence[Path] = (), digests: str = "") -> str:
+    """The leaderboard page (Markdown), whole (``digests``: the digest folder it names)."""
+    digests = digests or str(spec.digests)
     out = [
         "# Leaderboard",
         "",
-        f"Generated by `{generator}` from the sweep's run directories; do not edit by hand.",
+        f"Generated by `{generator}` from the cells' run digests (`{digests}`, one per",
+        "cell, committed); do not edit by hand.",
         "Every system plays every setting with the same model, embedder, agent and games;",
         "the settings are the project's measured ones (below, each with its configuration).",
         "Success in %, with its 95 % percentile-bootstrap interval over games. Δ: the",
@@ -312,16 +358,23 @@ def render(spec: LeaderboardSpec, entries: Sequence[Entry], *, generator: str,
         out += ["## Plots", ""]
         out += [f"![{p.stem}]({p.parent.name}/{p.name})" for p in plots]
         out.append("")
+    if spec.notes:
+        out += ["## Notes", ""]
+        for para in spec.notes:
+            out += [para.strip(), ""]
     out += ["## Settings", ""]
     for name, s in spec.settings.items():
         out.append(f"* **{name}**: {s.title or name} — phase `{s.phase}`, configuration "
                    f"`{s.config}`" + (f" with {json.dumps(s.run)}" if s.run else "")
                    + (f". {s.note}" if s.note else ""))
     out += ["", "## Commands", "",
-            "Each cell is one run; the command that replays it (resumable):", ""]
+            "Each cell is one run; the command that replays it (resumable), and the source",
+            "commit and day it was played (`+`: the source had local changes):", ""]
     for e in entries:
         if e.record is not None:
-            out.append(f"* `{e.setting}` / `{e.memory}` / seed {e.seed}: "
+            played = ", ".join(x for x in (e.record.commit, e.record.date) if x) \
+                or "not recorded"
+            out.append(f"* `{e.setting}` / `{e.memory}` / seed {e.seed} ({played}): "
                        f"`{command(e.record.cfg)}`")
     return "\n".join(out).rstrip() + "\n"
 
@@ -358,7 +411,7 @@ def draw(spec: LeaderboardSpec, entries: Sequence[Entry], plot_dir: Path) -> lis
     fig.colorbar(im, ax=ax, label="success (%)")
     ax.set_title(f"success (%), seed {seed}", fontsize=9)
     fig.tight_layout()
-    heat = plot_dir / "heatmap.png"
+    heat, intervals = plot_dir / "heatmap.png", plot_dir / "intervals.png"
     fig.savefig(heat, dpi=100)
     fig = Figure(figsize=(3.2 * len(names), 0.9 + 0.3 * len(systems)))
     axes = fig.subplots(1, len(names), sharey=True, squeeze=False)[0]
@@ -377,23 +430,50 @@ def draw(spec: LeaderboardSpec, entries: Sequence[Entry], plot_dir: Path) -> lis
     axes[0].set_yticks(ys, systems, fontsize=8)
     fig.supxlabel("success (%), 95 % bootstrap interval over games", fontsize=8)
     fig.tight_layout()
-    intervals = plot_dir / "intervals.png"
     fig.savefig(intervals, dpi=100)
     return [heat, intervals]
 
 
-def write(spec: LeaderboardSpec, runs: str | Path, *, generator: str,
-          plots: bool = True, page: Path | None = None) -> tuple[Path, list[Entry]]:
-    """Collect the finished cells and write the page (and its plots) whole."""
-    entries = collect(spec, runs)
+def page_text(spec: LeaderboardSpec, *, generator: str, plots: Sequence[Path] = (),
+              page: Path | None = None, digests: Path | None = None,
+              stale: list[str] | None = None) -> tuple[str, list[Entry]]:
+    """The page (to be written at ``page``, default the spec's) from the cells' digests,
+    linking ``plots``; and its entries."""
+    entries = collect(spec, digests, stale)
+    target = page or (spec.root / spec.page)
+    return render(spec, entries, generator=generator, plots=plots,
+                  digests=_shown(digests or digests_dir(spec), target.parent)), entries
+
+
+def write(spec: LeaderboardSpec, *, generator: str, plots: bool = True,
+          page: Path | None = None, digests: Path | None = None,
+          stale: list[str] | None = None) -> tuple[Path, list[Entry]]:
+    """Write the page (and its plots) whole from the cells' digests (the spec's folder, or
+    ``digests``); the names of stale digests are appended to ``stale``."""
     target = page or (spec.root / spec.page)
     drawn: list[Path] = []
     if plots:
-        drawn = draw(spec, entries, target.parent / spec.plots)
+        drawn = draw(spec, collect(spec, digests), target.parent / spec.plots)
+    text, entries = page_text(spec, generator=generator, plots=drawn, page=target,
+                              digests=digests, stale=stale)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render(spec, entries, generator=generator, plots=drawn),
-                      encoding="utf-8")
+    target.write_text(text, encoding="utf-8")
     return target, entries
+
+
+def plot_paths(spec: LeaderboardSpec, page: Path | None = None) -> list[Path]:
+    """The plots :func:`draw` writes beside the page."""
+    folder = (page or (spec.root / spec.page)).parent / spec.plots
+    return [folder / "heatmap.png", folder / "intervals.png"]
+
+
+def _shown(folder: Path, page_dir: Path) -> str:
+    """The digest folder as the page names it: relative to the repository (the page's
+    folder's parent) when it is under it."""
+    try:
+        return str(folder.resolve().relative_to(page_dir.resolve().parent))
+    except ValueError:
+        return str(folder)
 
 
 def summary(entries: Sequence[Entry]) -> Mapping[str, Any]:

@@ -13,15 +13,20 @@ Per episode a digest keeps what the tables show: ``phase``, ``index``, ``positio
 purpose), ``wall_s``, ``bank_units`` (the bank's size after the episode, as the table prints
 it) and ``search`` (steps before the goal's object was first picked up,
 :func:`deltamem.analysis.trajectories.search_steps`; ``null`` when it never was, or when the
-run kept no trajectories, which the header's ``trajectories`` says). Build-phase episodes are
-counted in the header, not kept; so are the source commit and the day the run was first
-played (``versions.json``; a ``+`` after the commit: the source had local changes).
+run kept no trajectories, which the header's ``trajectories`` says), and, since version 2,
+what the leaderboard (:mod:`deltamem.analysis.leaderboard`) shows besides: ``recall_tokens``
+(whitespace tokens of the recalled text the agent was shown; ``null`` without trajectories)
+and ``bank_tokens`` (the tokens the bank's memory units hold after the episode,
+:func:`bank_tokens`). Build-phase episodes are counted in the header, not kept; so are the
+source commit and the day the run was first played (``versions.json``; a ``+`` after the
+commit: the source had local changes). A version-1 digest still reads, its two newer fields
+``null``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,17 +38,22 @@ from deltamem.bench.cost import run_cost
 from deltamem.bench.results import read_trajectories
 from deltamem.errors import ConfigError
 
-__all__ = ["DIGEST_VERSION", "EVAL_PHASES", "RunRecord", "from_run_dir", "read_digest",
-           "write_digest"]
+__all__ = ["DIGEST_VERSION", "EVAL_PHASES", "RunRecord", "bank_tokens", "from_run_dir",
+           "read_digest", "write_digest"]
 
 #: the digest format's version, the header's ``digest`` field
-DIGEST_VERSION = 1
+DIGEST_VERSION = 2
+
+#: the versions :func:`read_digest` reads
+_READS = (1, 2)
 
 #: the phases whose episodes the page tables (a ``build`` phase only fills the bank)
 EVAL_PHASES = ("online", "frozen", "unfrozen")
 
 _ROW_KEYS = ("phase", "index", "position", "task_id", "success", "reward", "steps", "tokens",
              "wall_s", "bank_units", "search")
+#: row keys added by version 2 (``None`` when a version-1 digest is read)
+_ROW_KEYS_2 = ("recall_tokens", "bank_tokens")
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,21 @@ def _bank_units(rec: dict[str, Any]) -> str:
             return str(bank[key])
     trees = [v for k, v in bank.items() if k.endswith("_nodes") and isinstance(v, int)]
     return str(sum(trees)) if trees else "-"
+
+
+def bank_tokens(bank: Mapping[str, Any]) -> int:
+    """The whitespace tokens a bank's memory units hold, from its ``stats()``: ``units``
+    × ``avg_tokens`` (DeltaMem: per node kind, ``kind`` counts × ``avg_tokens``)."""
+    avg = bank.get("avg_tokens")
+    if isinstance(avg, Mapping):
+        counts: dict[str, int] = {}
+        for per_tree in (bank.get("kind") or {}).values():
+            for k, v in per_tree.items():
+                counts[k] = counts.get(k, 0) + int(v)
+        return round(sum(counts.get(k, 0) * float(v) for k, v in avg.items()))
+    if isinstance(avg, (int, float)) and isinstance(bank.get("units"), int):
+        return round(bank["units"] * float(avg))
+    return 0
 
 
 def model_settings(run_dir: Path) -> str | None:
@@ -154,7 +179,10 @@ def from_run_dir(run_dir: str | Path) -> RunRecord:
                      "success": bool(r["success"]), "reward": float(r.get("reward", 0.0)),
                      "steps": int(r.get("steps", 0)), "tokens": _tokens(r),
                      "wall_s": round(float(r.get("wall_s", 0.0)), 3),
-                     "bank_units": _bank_units(r), "search": search})
+                     "bank_units": _bank_units(r), "search": search,
+                     "recall_tokens": (len(str(t.get("recall", "")).split())
+                                       if t is not None else None),
+                     "bank_tokens": bank_tokens(r.get("bank") or {})})
     commit, day = _played(d)
     return RunRecord(name=d.name, cfg=cfg, rows=tuple(rows), model=model_settings(d),
                      trajectories=bool(trajs),
@@ -192,7 +220,7 @@ def write_digest(record: RunRecord, path: str | Path) -> Path:
               "trajectories": record.trajectories, "build_episodes": record.build_episodes,
               "commit": record.commit, "date": record.date, "cost": record.cost}
     lines = [json.dumps(header, sort_keys=True)]
-    lines += [json.dumps({k: r[k] for k in _ROW_KEYS}) for r in record.rows]
+    lines += [json.dumps({k: r.get(k) for k in _ROW_KEYS + _ROW_KEYS_2}) for r in record.rows]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -208,11 +236,14 @@ def read_digest(path: str | Path) -> RunRecord:
         rows = tuple(json.loads(ln) for ln in lines[1:] if ln.strip())
     except (OSError, IndexError, ValueError) as e:
         raise ConfigError(f"cannot read run digest {path}: {e}") from e
-    if not isinstance(header, dict) or header.get("digest") != DIGEST_VERSION:
-        raise ConfigError(f"{path} is not a version-{DIGEST_VERSION} run digest")
-    missing = [k for r in rows for k in _ROW_KEYS if k not in r]
+    if not isinstance(header, dict) or header.get("digest") not in _READS:
+        raise ConfigError(f"{path} is not a run digest of version "
+                          f"{' or '.join(map(str, _READS))}")
+    keys = _ROW_KEYS + (_ROW_KEYS_2 if header["digest"] >= 2 else ())
+    missing = [k for r in rows for k in keys if k not in r]
     if missing:
         raise ConfigError(f"{path}: episode rows lack {sorted(set(missing))}")
+    rows = tuple({**dict.fromkeys(_ROW_KEYS_2), **r} for r in rows)
     cfg = RunConfig.model_validate(header["config"])
     return RunRecord(name=header["name"], cfg=cfg, rows=rows, model=header.get("model"),
                      trajectories=bool(header.get("trajectories")),

@@ -145,6 +145,9 @@ class ACEConfig(FlatConfig):
         token_budget: the playbook budget told to the Curator (whitespace tokens).
         max_trajectory_chars: trajectory budget of the Reflector prompt.
         max_tokens: completion cap of each LLM call.
+        reader_key: what a bullet's reader score compares the goal with: its
+            ``situation`` line (default) or its whole ``content`` (situation and steps;
+            the rule before the situation line, kept to check that choice).
     """
 
     dedup_threshold: float | None = Field(default=0.9, ge=-1.0, le=1.0)
@@ -155,6 +158,7 @@ class ACEConfig(FlatConfig):
     token_budget: int = Field(default=8000, ge=100)
     max_trajectory_chars: int = Field(default=6000, ge=200)
     max_tokens: int = Field(default=900, ge=16)
+    reader_key: Literal["situation", "content"] = "situation"
 
 
 class Bullet:
@@ -250,8 +254,10 @@ class ACE(FlatMemory):
         if not items:
             return Recall(details={"bullets": 0})
         q = emb.embed_queries([self.goal_text(task.goal)])[0]
+        by_situation = self.config.reader_key == "situation"
         keys = [np.asarray(i.payload["key_vec"], dtype=np.float32)
-                if i.payload.get("key_vec") is not None else i.embedding for i in items]
+                if by_situation and i.payload.get("key_vec") is not None else i.embedding
+                for i in items]
         scores = cosine(np.stack(keys), q)  # type: ignore[arg-type]
         by_id = {i.id: float(s) for i, s in zip(items, scores, strict=True)}
         if self.config.k is not None:
