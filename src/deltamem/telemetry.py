@@ -32,7 +32,8 @@ recorded when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is ``true``
 GenAI instrumentations' switch). ``DELTAMEM_OTEL=off`` turns every span off.
 
 Without the OpenTelemetry API installed everything here is a no-op (one attribute test per
-call); with the API but no SDK configured the spans are OpenTelemetry's no-op spans.
+call); with the API but no tracer provider configured (no SDK set up) no span is opened
+either (:func:`enabled`), rather than OpenTelemetry's no-op spans.
 """
 
 from __future__ import annotations
@@ -72,8 +73,10 @@ try:  # the API alone is enough to emit; the SDK (the ``otel`` extra) exports
     from opentelemetry.trace import SpanKind as _SpanKind
     from opentelemetry.trace import Status as _Status
     from opentelemetry.trace import StatusCode as _StatusCode
+    _NO_PROVIDERS: tuple[type, ...] = (_trace.ProxyTracerProvider, _trace.NoOpTracerProvider)
 except ImportError:  # pragma: no cover - exercised when the extra is absent
     _trace = None  # type: ignore[assignment]
+    _NO_PROVIDERS = ()
 
 
 class _NoSpan:
@@ -113,10 +116,37 @@ def use_tracer_provider(provider: Any) -> None:
 
 
 def enabled() -> bool:
-    """Whether spans are emitted (the API is installed and ``DELTAMEM_OTEL`` is not off)."""
+    """Whether spans are emitted: the API is installed, ``DELTAMEM_OTEL`` is not off, and a
+    tracer provider is configured (:func:`use_tracer_provider`, or a global one set in code or
+    by ``OTEL_PYTHON_TRACER_PROVIDER``). Without a provider OpenTelemetry's spans are no-op
+    spans, which record nothing yet cost ~15–50 µs each (context attach and detach): a
+    recall at 1k nodes paid more for its two than for its scan (``docs/performance.md``)."""
     if _trace is None:
         return False
+    if _provider_override is None and not _global_provider():
+        return False
     return os.environ.get(DISABLE_ENV, "").strip().lower() not in ("off", "0", "false", "no")
+
+
+_MISSING = object()
+_env_provider_read = False
+
+
+def _global_provider() -> bool:
+    """Whether OpenTelemetry has a global tracer provider (not its proxy or no-op one).
+
+    ``get_tracer_provider()`` looks ``OTEL_PYTHON_TRACER_PROVIDER`` up in ``os.environ`` at
+    every call while no provider is set, and a key missing from ``os.environ`` costs
+    ~2–4 µs (it raises inside), as much as a tenth of a recall at 1k nodes: so the variable
+    is read once (the first call sets the provider it names) and the module's global after.
+    """
+    global _env_provider_read
+    assert _trace is not None
+    provider = getattr(_trace, "_TRACER_PROVIDER", _MISSING)
+    if provider is _MISSING or (provider is None and not _env_provider_read):
+        _env_provider_read = True  # (another OpenTelemetry layout: always the public call)
+        provider = _trace.get_tracer_provider()
+    return provider is not None and not isinstance(provider, _NO_PROVIDERS)
 
 
 def capture_content() -> bool:

@@ -77,7 +77,7 @@ def test_every_script_has_a_smoke_run() -> None:
                "household_world.py", "prompt_reuse.py", "replicas.py", "sweep_faults.py",
                "guide.py", "ariadne_steps.py", "decode_cost.py", "kill_loop.py",
                "connection_cut.py", "soak.py", "concurrency.py", "otel_episode.py",
-               "skills_roundtrip.py"}
+               "skills_roundtrip.py", "recall_floor.py"}
     scripts = {p.name for p in BENCH.glob("*.py")}
     assert scripts <= covered, f"no smoke run for {sorted(scripts - covered)}"
 
@@ -130,6 +130,16 @@ def test_retrieval(tmp_path: Path) -> None:
     out = run("retrieval.py", *args, cwd=tmp_path)
     assert "| n | d | naive p50 ms | raw M@q p50 ms | exact p50 ms |" in out
     assert table_rows(out, "1,000")
+
+
+def test_recall_floor(tmp_path: Path) -> None:
+    out = run("recall_floor.py", "--sizes", "200", "--dim", "32", "--queries", "20",
+              "--rounds", "2", "--block", "5", cwd=tmp_path)
+    assert "| n | round | floor M @ q µs |" in out
+    rows = table_rows(out, "200")
+    assert [r[1] for r in rows] == ["1", "2", "median"]
+    assert all(r[8] == "0" for r in rows[:2])  # every system found the same top-1 row
+    assert "machine after:" in out
 
 
 def test_peers(tmp_path: Path) -> None:

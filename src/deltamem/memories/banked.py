@@ -30,6 +30,7 @@ system a bank belongs to, the recorded configuration and mode, ``open()``.
 
 from __future__ import annotations
 
+import functools
 import logging
 from abc import abstractmethod
 from collections import Counter
@@ -69,7 +70,12 @@ class _Replan(Exception):
 
 def _store_id(store: Any) -> str:
     """A bank's name in spans: its file name (no folders), or the store's path."""
-    path = str(getattr(store, "path", "") or "")
+    return _bank_name(str(getattr(store, "path", "") or ""))
+
+
+@functools.lru_cache(maxsize=256)
+def _bank_name(path: str) -> str:
+    """:func:`_store_id` of a path (kept: a recall names its bank in its span every time)."""
     if "://" in path:  # a database URL: no credentials in telemetry
         return path.split("://", 1)[0] + "://" + path.rsplit("/", 1)[-1]
     return Path(path).name or path or "memory"

@@ -180,14 +180,11 @@ class DeltaMem(BankedMemory):
         (:class:`render.RecallCache`). A PostgreSQL connection cut mid-read (the server rolled
         it back) is tried once more on a new connection.
         """
+        if not telemetry.enabled():  # no span to open (telemetry.enabled)
+            return self._recall(task)
         with telemetry.memory_span("search_memory", system=self.name,
                                    store=_store_id(self.store)) as span:
-            try:
-                recall = self.recalls.recall(self.match(task))
-            except StoreError as e:
-                if not getattr(e, "rolled_back", False):
-                    raise
-                recall = self.recalls.recall(self.match(task))
+            recall = self._recall(task)
             if span.is_recording():
                 attrs: dict[str, Any] = {"gen_ai.memory.record.count": len(recall.items)}
                 for tree, m in recall.matches.items():
@@ -202,6 +199,14 @@ class DeltaMem(BankedMemory):
                     attrs["gen_ai.memory.records"] = recall.text
                 telemetry.set_attributes(span, attrs)
             return recall
+
+    def _recall(self, task: Task) -> Recall:
+        try:
+            return self.recalls.recall(self.match(task))
+        except StoreError as e:
+            if not getattr(e, "rolled_back", False):
+                raise
+            return self.recalls.recall(self.match(task))
 
     # -- learn (§3.2, §3.4, §3.5): the hooks of BankedMemory.learn ---------------------------
     def learn(self, episode: Episode, recall: Recall | None = None) -> Changes:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from deltamem.core.payload import TreeName
 from deltamem.core.tree import BestNode, Node
-from deltamem.core.triggers import tree_texts
+from deltamem.core.triggers import task_text, tree_texts
 from deltamem.embed.base import Embedder
 from deltamem.errors import ConfigError, StoreError
 from deltamem.memories.deltamem.bank import BankView
@@ -94,12 +94,16 @@ def match(
     another process committed after the last reload triggers one), so its chain can be
     read; a node the store cannot load back is a :class:`~deltamem.errors.StoreError`.
     """
-    q = queries(task, config)
     trees = enabled(config)
-    vecs = embedder.embed_queries([q[t] for t in trees])
+    if trees == ["task"]:  # the Env-Tree off: its text is not made (a place list is parsed)
+        vecs = embedder.embed_queries([task_text(task.goal, config.task_trigger or "goal")])
+    else:
+        q = queries(task, config)
+        vecs = embedder.embed_queries([q[t] for t in trees])
     bank.reload()
     if searcher is None:
-        return {t: bank.trees[t].match(vecs[i], config.tau(t), config.epsilon)
+        eps = config.epsilon
+        return {t: bank.trees[t].match(vecs[i], config.tau(t), eps)
                 for i, t in enumerate(trees)}
     out = {t: searcher.match(t, vecs[i], config.tau(t), config.epsilon)
            for i, t in enumerate(trees)}
