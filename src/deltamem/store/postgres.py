@@ -135,6 +135,27 @@ _MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    # schema version 3 (issue 52): the ledger's count in one row, kept by every learn
+    # (a learn's episode number was COUNT(*) over the ledger: linear in the bank)
+    (
+        "0003_learned_count",
+        """
+        CREATE TABLE learned_count (n BIGINT NOT NULL);
+        INSERT INTO learned_count SELECT COUNT(*) FROM learned;
+        CREATE FUNCTION learned_count_keep() RETURNS trigger LANGUAGE plpgsql
+            SET search_path FROM CURRENT AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                UPDATE learned_count SET n = n + 1;
+            ELSE
+                UPDATE learned_count SET n = n - 1;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER learned_count_keep AFTER INSERT OR DELETE ON learned
+            FOR EACH ROW EXECUTE FUNCTION learned_count_keep();
+        """,
+    ),
 ]
 
 @dataclass(frozen=True)
