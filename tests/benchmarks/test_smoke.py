@@ -77,7 +77,7 @@ def test_every_script_has_a_smoke_run() -> None:
                "household_world.py", "prompt_reuse.py", "replicas.py", "sweep_faults.py",
                "guide.py", "ariadne_steps.py", "decode_cost.py", "kill_loop.py",
                "connection_cut.py", "soak.py", "concurrency.py", "otel_episode.py",
-               "skills_roundtrip.py", "recall_floor.py"}
+               "skills_roundtrip.py", "recall_floor.py", "learn_rate.py"}
     scripts = {p.name for p in BENCH.glob("*.py")}
     assert scripts <= covered, f"no smoke run for {sorted(scripts - covered)}"
 
@@ -139,6 +139,23 @@ def test_recall_floor(tmp_path: Path) -> None:
     rows = table_rows(out, "200")
     assert [r[1] for r in rows] == ["1", "2", "median"]
     assert all(r[8] == "0" for r in rows[:2])  # every system found the same top-1 row
+    assert "machine after:" in out
+
+
+def test_learn_rate(tmp_path: Path) -> None:
+    backends = "sqlite,postgres" if os.environ.get("DELTAMEM_TEST_PG_URL") else "sqlite"
+    if "postgres" in backends:
+        need("psycopg")
+    out = run("learn_rate.py", "--sizes", "50,200", "--dim", "16", "--learns", "4",
+              "--rounds", "2", "--block", "2", "--backends", backends, "--synchronous",
+              "normal", cwd=tmp_path)
+    assert "| backend | n | round | learn p50 ms |" in out
+    for backend in backends.split(","):
+        rows = table_rows(out, backend)
+        assert [(r[1], r[2]) for r in rows] == [
+            ("50", "1"), ("200", "1"), ("50", "2"), ("200", "2"), ("50", "median"),
+            ("200", "median")]
+        assert all(r[6] == "1.00" for r in rows if r[1] == "50")
     assert "machine after:" in out
 
 

@@ -1,0 +1,175 @@
+"""Learn latency at 1k, 10k and 100k nodes, the sizes taking turns, on SQLite and PostgreSQL.
+
+Issue 52's target: the learn rate behind the exact scan flat within 20 % from 1k to 100k
+nodes. Per backend, one bank per size is filled in bulk (one transaction: n roots of random
+unit vectors, ``peers.py``'s nodes, and n episodes in the learned ledger, as a bank that
+learned n episodes holds) and opened with :class:`deltamem.DeltaMem` (the Env-Tree off, a
+table embedder: no embedding time). Then the banks take turns: each learns a block of
+``--block`` new episodes (a new random vector each: a cold start, one new root), then the
+next bank, in an order rotating from block to block, so a change of load hits every size
+alike. Each learn is handed the recall the agent acted on (made before the learn, not
+timed), as ``peers.py`` does; what is timed is :meth:`~deltamem.DeltaMem.learn`: the write
+decision, the structural extraction (no LLM), one transaction (the ledger's row and count,
+the node, the chain's last use) and the tree's update.
+
+The table gives per backend, round and size the learn p50 and p90 (ms), learns per second
+at the p50, and the p50 over the smallest size's of the same round (1.00 = flat); a last
+row per backend and size has the median of the rounds' ratios.
+
+    python benchmarks/learn_rate.py                                    # SQLite, 1k..100k
+    DELTAMEM_TEST_PG_URL=postgresql://... python benchmarks/learn_rate.py --backends sqlite,postgres
+    python benchmarks/learn_rate.py --sizes 1000,10000 --learns 30 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peers  # noqa: E402  (a sibling script: its vectors, nodes and table embedder)
+
+from deltamem import DeltaMem, Episode, Step, Task  # noqa: E402
+
+
+class Bank:
+    """One filled bank and the episodes it will learn."""
+
+    def __init__(self, location: str, n: int, dim: int, learns: int, seed: int,
+                 synchronous: str) -> None:
+        rng = np.random.default_rng(seed)
+        self.location, self.n = location, n
+        self.emb = peers.VectorEmbedder(dim)
+        kw: dict[str, Any] = {"domain": "generic", "use_env_tree": False}
+        if "://" not in location:
+            kw["synchronous"] = synchronous
+        mem = DeltaMem.open(location, embedder=self.emb, **kw)
+        t0 = time.perf_counter()
+        with mem.store.transaction():
+            for lo in range(0, n, 65536):
+                hi = min(n, lo + 65536)
+                vecs = peers.unit(rng.standard_normal((hi - lo, dim), dtype=np.float32))
+                for i in range(lo, hi):
+                    mem.store.insert_node(peers._node(i, vecs[i - lo]))
+                    mem.store.mark_learned(f"seed-{i}", 1.0)
+        mem.close()
+        self.fill_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self.mem = DeltaMem.open(location, embedder=self.emb, **kw)
+        self.open_s = time.perf_counter() - t0
+        new = peers.unit(rng.standard_normal((learns, dim), dtype=np.float32))
+        self.tasks: list[Task] = []
+        for j, v in enumerate(new):
+            t = Task(id=f"learn-{j}", goal=f"find the {peers.tag(j)} learn item",
+                     domain="generic")
+            self.emb.register(self.mem.queries(t)["task"], v)
+            self.tasks.append(t)
+        self.episodes = [Episode(t, (Step("look it up", "Found it.", done=True),),
+                                 success=True, reward=1.0) for t in self.tasks]
+        self.next = 0
+        assert self.mem.store.learned_count() == n
+
+    def learn(self) -> float:
+        """One learn (its recall made first, not timed); seconds."""
+        j = self.next
+        self.next += 1
+        r = self.mem.recall(self.tasks[j])
+        t0 = time.perf_counter()
+        self.mem.learn(self.episodes[j], r)
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        self.mem.close()
+        if "://" in self.location:
+            from deltamem.store.postgres import drop_bank
+
+            drop_bank(self.location)
+
+
+def location(backend: str, tmp: Path, n: int, pg_url: str) -> str:
+    if backend == "sqlite":
+        return str(tmp / f"learn-{n}.db")
+    sep = "&" if "?" in pg_url else "?"
+    return f"{pg_url}{sep}bank=learnrate-{uuid.uuid4().hex[:10]}-{n}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="1000,10000,100000")
+    p.add_argument("--backends", default="sqlite", help="comma list: sqlite, postgres")
+    p.add_argument("--pg-url", default=os.environ.get("DELTAMEM_TEST_PG_URL", ""),
+                   help="PostgreSQL database (default: $DELTAMEM_TEST_PG_URL)")
+    p.add_argument("--dim", type=int, default=384)
+    p.add_argument("--learns", type=int, default=60, help="timed learns per size and round")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--block", type=int, default=10, help="learns a bank makes in a row")
+    p.add_argument("--synchronous", default="full", choices=("full", "normal"),
+                   help="SQLite durability (full: an fsync per learn)")
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    sizes = [int(x) for x in a.sizes.split(",")]
+    backends = [b.strip() for b in a.backends.split(",") if b.strip()]
+    if "postgres" in backends and not a.pg_url:
+        p.error("postgres needs --pg-url or DELTAMEM_TEST_PG_URL")
+    print(f"# learn rate by bank size, sizes taking turns — {os.cpu_count()} cores, d {a.dim}, "
+          f"{a.learns} learns per size × {a.rounds} rounds, blocks of {a.block}, SQLite "
+          f"synchronous={a.synchronous}")
+    print(f"machine before: {peers.uptime()}\n")
+    cols = ["backend", "n", "round", "learn p50 ms", "learn p90 ms", "learns/s (p50)",
+            "p50 ÷ smallest"]
+    rows: list[str] = []
+    builds: list[str] = []
+    for backend in backends:
+        with tempfile.TemporaryDirectory(prefix="learn-rate-") as tmp:
+            banks = []
+            try:
+                for k, n in enumerate(sizes):
+                    b = Bank(location(backend, Path(tmp), n, a.pg_url), n, a.dim,
+                             a.learns * a.rounds + 1, a.seed + k, a.synchronous)
+                    banks.append(b)
+                    builds.append(f"{backend} {n:,}: filled in {b.fill_s:.1f} s, opened in "
+                                  f"{b.open_s:.1f} s")
+                    print(f"<!-- {builds[-1]} -->", file=sys.stderr, flush=True)
+                for b in banks:  # warm-up, not timed
+                    b.learn()
+                ratios: dict[int, list[float]] = {n: [] for n in sizes}
+                for r in range(a.rounds):
+                    times: dict[int, list[float]] = {n: [] for n in sizes}
+                    for blk, lo in enumerate(range(0, a.learns, a.block)):
+                        count = min(a.block, a.learns - lo)
+                        start = (blk + r) % len(banks)
+                        for b in (*banks[start:], *banks[:start]):
+                            times[b.n] += [b.learn() for _ in range(count)]
+                    p50 = {n: statistics.median(t) for n, t in times.items()}
+                    for n in sizes:
+                        ratios[n].append(p50[n] / p50[sizes[0]])
+                        p90 = sorted(times[n])[int(0.9 * (len(times[n]) - 1))]
+                        rows.append(f"| {backend} | {n:,} | {r + 1} | {p50[n] * 1e3:.2f} | "
+                                    f"{p90 * 1e3:.2f} | {1 / p50[n]:.0f} | "
+                                    f"{ratios[n][-1]:.2f} |")
+                        print(rows[-1], file=sys.stderr, flush=True)
+                for n in sizes:
+                    rows.append(f"| {backend} | {n:,} | median | | | | "
+                                f"{statistics.median(ratios[n]):.2f} |")
+            finally:
+                for b in banks:
+                    b.close()
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "|".join("---" for _ in cols) + "|")
+    print("\n".join(rows))
+    print("\n" + "\n".join(builds))
+    print(f"\nmachine after: {peers.uptime()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
