@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import peers  # noqa: E402  (a sibling script: its vectors, nodes and table embedder)
+import peers
 
-from deltamem import DeltaMem, Episode, Step, Task  # noqa: E402
+from deltamem import DeltaMem, Episode, Step, Task
 
 
 class Bank:
