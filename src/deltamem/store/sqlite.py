@@ -417,10 +417,13 @@ class SQLiteBackend(SQLLedger):
         value = int(self._conn.execute("PRAGMA synchronous").fetchone()[0])
         return {0: "off", 1: "normal", 2: "full", 3: "extra"}.get(value, str(value))
 
-    @guarded
     def version(self) -> int:
-        """Changes when another connection commits (``PRAGMA data_version``)."""
-        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        """Changes when another connection commits (``PRAGMA data_version``; asked by every
+        recall, so without :func:`guarded`'s extra call)."""
+        try:
+            return self._conn.execute("PRAGMA data_version").fetchone()[0]  # type: ignore[no-any-return]
+        except sqlite3.Error as e:
+            raise storage_error(e, self.path) from e
 
     _learned_dense: bool = False
 

@@ -85,6 +85,7 @@ def match(
     embedder: Embedder,
     task: Task,
     config: DeltaMemConfig,
+    trees: list[TreeName] | None = None,
 ) -> dict[TreeName, BestNode]:
     """Eq. 6 match of each enabled tree for ``task`` (no side effects on the bank).
 
@@ -93,8 +94,10 @@ def match(
     with the store. Either way every returned node is in the bank view on return (a node
     another process committed after the last reload triggers one), so its chain can be
     read; a node the store cannot load back is a :class:`~deltamem.errors.StoreError`.
+    ``trees``: :func:`enabled` of ``config``, when the caller keeps it.
     """
-    trees = enabled(config)
+    if trees is None:
+        trees = enabled(config)
     if trees == ["task"]:  # the Env-Tree off: its text is not made (a place list is parsed)
         vecs = embedder.embed_queries([task_text(task.goal, config.task_trigger or "goal")])
     else:
