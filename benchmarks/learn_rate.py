@@ -55,12 +55,15 @@ class Bank:
         mem = DeltaMem.open(location, embedder=self.emb, **kw)
         t0 = time.perf_counter()
         with mem.store.transaction():
-            for lo in range(0, n, 65536):
-                hi = min(n, lo + 65536)
-                vecs = peers.unit(rng.standard_normal((hi - lo, dim), dtype=np.float32))
-                for i in range(lo, hi):
-                    mem.store.insert_node(peers._node(i, vecs[i - lo]))
-                    mem.store.mark_learned(f"seed-{i}", 1.0)
+            if "://" in location:
+                _fill_in_database(mem.store, n, dim, seed)
+            else:
+                for lo in range(0, n, 65536):
+                    hi = min(n, lo + 65536)
+                    vecs = peers.unit(rng.standard_normal((hi - lo, dim), dtype=np.float32))
+                    for i in range(lo, hi):
+                        mem.store.insert_node(peers._node(i, vecs[i - lo]))
+                        mem.store.mark_learned(f"seed-{i}", 1.0)
         mem.close()
         self.fill_s = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -93,6 +96,29 @@ class Bank:
             from deltamem.store.postgres import drop_bank
 
             drop_bank(self.location)
+
+
+def _fill_in_database(store: Any, n: int, dim: int, seed: int) -> None:
+    """``peers.py``'s roots and n ledger rows made by the PostgreSQL server itself (one row
+    a round trip took ~0.1 s each at load 15: 100k would have taken hours). The vectors are
+    random directions (uniform in a cube, normalised), as far from the learned ones as
+    ``peers.py``'s; the rows are what :meth:`insert_node` and :meth:`mark_learned` write."""
+    store._exec("SELECT setseed(%s)", ((seed % 1000) / 1000,))
+    store._exec(
+        "INSERT INTO nodes (id, tree, kind, label, parent_id, depth, success_hits, "
+        'consolidated, origin, source_id, "trigger", activation, "procedure", termination, '
+        "embedding, episode_id, created_at, failure_hits, last_used) "
+        "SELECT 'n' || i, 'task', 'ROOT', 'SUCCESS', NULL, 1, 0, FALSE, 'extracted', NULL, "
+        "'stored ' || i, %s, %s, %s, (SELECT array_agg(x / nrm) FROM unnest(r.a) x)::vector, "
+        "'seed-' || i, 0.0, 0, 0 FROM generate_series(0, %s) i, "
+        "LATERAL (SELECT array_agg(random() - 0.5 + 0 * g) AS a "
+        "FROM generate_series(1, %s) g WHERE i >= 0) r, "
+        "LATERAL (SELECT sqrt(sum(x * x)) AS nrm FROM unnest(r.a) x) q",
+        (peers._PAYLOAD.activation, peers._PAYLOAD.procedure, peers._PAYLOAD.termination,
+         n - 1, dim))
+    store._exec("INSERT INTO learned (episode_id, learned_at) "
+                "SELECT 'seed-' || i, 1.0 FROM generate_series(0, %s) i", (n - 1,))
+    store._wrote()
 
 
 def location(backend: str, tmp: Path, n: int, pg_url: str) -> str:
