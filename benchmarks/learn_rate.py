@@ -103,6 +103,9 @@ def _fill_in_database(store: Any, n: int, dim: int, seed: int) -> None:
     a round trip took ~0.1 s each at load 15: 100k would have taken hours). The vectors are
     random directions (uniform in a cube, normalised), as far from the learned ones as
     ``peers.py``'s; the rows are what :meth:`insert_node` and :meth:`mark_learned` write."""
+    counted = store._has_table("learned_count")  # schema version 3: a kept count
+    if counted:  # one count at the end, not one update per row (PostgresStore.import_records)
+        store._exec("SET LOCAL deltamem.ledger_bulk = 'on'")
     store._exec("SELECT setseed(%s)", ((seed % 1000) / 1000,))
     store._exec(
         "INSERT INTO nodes (id, tree, kind, label, parent_id, depth, success_hits, "
@@ -118,6 +121,9 @@ def _fill_in_database(store: Any, n: int, dim: int, seed: int) -> None:
          n - 1, dim))
     store._exec("INSERT INTO learned (episode_id, learned_at) "
                 "SELECT 'seed-' || i, 1.0 FROM generate_series(0, %s) i", (n - 1,))
+    if counted:
+        store._exec("UPDATE learned_count SET n = (SELECT COUNT(*) FROM learned)")
+        store._exec("SET LOCAL deltamem.ledger_bulk = 'off'")
     store._wrote()
 
 
