@@ -434,22 +434,6 @@ class PostgresStore(SQLTreeStore):
             if len(rows) < self.PAGE:
                 return
 
-    def import_records(self, records: Iterable[Mapping[str, Any]]) -> int:
-        """:meth:`SQLTreeStore.import_records`, with the ledger counted once at the end: the
-        trigger keeping ``learned_count`` stands aside for the import's transaction
-        (``SET LOCAL deltamem.ledger_bulk``). Updating the count's one row once per imported
-        episode in one transaction leaves a dead row version per update, each of which the
-        next update walks past: quadratic (a 100k-episode ledger did not finish in 10 min)."""
-        with self.transaction():
-            counted = self._ledger_counted()
-            if counted:
-                self._exec("SET LOCAL deltamem.ledger_bulk = 'on'")
-            n = super().import_records(records)
-            if counted:
-                self._exec("UPDATE learned_count SET n = (SELECT COUNT(*) FROM learned)")
-                self._exec("SET LOCAL deltamem.ledger_bulk = 'off'")
-        return n
-
     def _imported(self) -> None:
         self._exec(
             "SELECT setval(pg_get_serial_sequence('nodes', 'seq'), "
@@ -613,8 +597,21 @@ class PostgresStore(SQLTreeStore):
     # -- import ----------------------------------------------------------------------------
     def import_records(self, records: Iterable[Mapping[str, Any]]) -> int:
         """Load exported records into this (empty) bank in one transaction; returns node count
-        (the HNSW indexes, with ``index=hnsw``, are built after the commit)."""
-        n = super().import_records(records)
+        (the HNSW indexes, with ``index=hnsw``, are built after the commit).
+
+        The ledger is counted once at the end: the trigger keeping ``learned_count`` stands
+        aside for the import's transaction (``SET LOCAL deltamem.ledger_bulk``). Updating
+        the count's one row once per imported episode in one transaction leaves a dead row
+        version per update for the next one to walk past (100k rows inserted by one
+        statement had not finished after 10 min)."""
+        with self.transaction():
+            counted = self._ledger_counted()
+            if counted:
+                self._exec("SET LOCAL deltamem.ledger_bulk = 'on'")
+            n = super().import_records(records)
+            if counted:
+                self._exec("UPDATE learned_count SET n = (SELECT COUNT(*) FROM learned)")
+                self._exec("SET LOCAL deltamem.ledger_bulk = 'off'")
         if self.index == "hnsw":
             self._ensure_hnsw()
         return n
