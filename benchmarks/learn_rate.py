@@ -127,6 +127,22 @@ def _fill_in_database(store: Any, n: int, dim: int, seed: int) -> None:
     store._wrote()
 
 
+def _ledger_row(backend: str, b: Bank, reps: int) -> str:
+    """p50 of the store's ``learned_count()`` and of ``COUNT(*)`` over the ledger, in turns."""
+    store = b.mem.store
+    kept: list[float] = []
+    counted: list[float] = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        store.learned_count()
+        t1 = time.perf_counter()
+        store._fetch_one("SELECT COUNT(*) FROM learned")
+        kept.append(t1 - t0)
+        counted.append(time.perf_counter() - t1)
+    return (f"| {backend} | {b.n:,} | {statistics.median(kept) * 1e3:.3f} | "
+            f"{statistics.median(counted) * 1e3:.3f} |")
+
+
 def location(backend: str, tmp: Path, n: int, pg_url: str) -> str:
     if backend == "sqlite":
         return str(tmp / f"learn-{n}.db")
@@ -146,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--block", type=int, default=10, help="learns a bank makes in a row")
     p.add_argument("--synchronous", default="full", choices=("full", "normal"),
                    help="SQLite durability (full: an fsync per learn)")
+    p.add_argument("--ledger-reps", type=int, default=50,
+                   help="then time the ledger's count this many times per bank (0: not)")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
     sizes = [int(x) for x in a.sizes.split(",")]
@@ -160,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             "p50 ÷ smallest"]
     rows: list[str] = []
     builds: list[str] = []
+    ledger: list[str] = []
     for backend in backends:
         with tempfile.TemporaryDirectory(prefix="learn-rate-") as tmp:
             banks = []
@@ -192,12 +211,20 @@ def main(argv: list[str] | None = None) -> int:
                 for n in sizes:
                     rows.append(f"| {backend} | {n:,} | median | | | | "
                                 f"{statistics.median(ratios[n]):.2f} |")
+                for b in banks if a.ledger_reps else ():
+                    ledger.append(_ledger_row(backend, b, a.ledger_reps))
             finally:
                 for b in banks:
                     b.close()
     print("| " + " | ".join(cols) + " |")
     print("|" + "|".join("---" for _ in cols) + "|")
     print("\n".join(rows))
+    if ledger:
+        print("\nThe episode number a learn records: the store's `learned_count()` against "
+              "counting the ledger, taking turns (p50 ms):\n")
+        print("| backend | n | learned_count() | SELECT COUNT(*) FROM learned |")
+        print("|---|---|---|---|")
+        print("\n".join(ledger))
     print("\n" + "\n".join(builds))
     print(f"\nmachine after: {peers.uptime()}")
     return 0
