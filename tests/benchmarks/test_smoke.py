@@ -148,10 +148,13 @@ def test_learn_rate(tmp_path: Path) -> None:
         need("psycopg")
     out = run("learn_rate.py", "--sizes", "50,200", "--dim", "16", "--learns", "4",
               "--rounds", "2", "--block", "2", "--backends", backends, "--synchronous",
-              "normal", cwd=tmp_path)
+              "normal", "--ledger-reps", "10", cwd=tmp_path)
     assert "| backend | n | round | learn p50 ms |" in out
+    assert "| backend | n | learned_count() | SELECT COUNT(*) FROM learned |" in out
     for backend in backends.split(","):
-        rows = table_rows(out, backend)
+        rows = [r for r in table_rows(out, backend) if len(r) == 7]
+        ledger = [r for r in table_rows(out, backend) if len(r) == 4]
+        assert [r[1] for r in ledger] == ["50", "200"]
         assert [(r[1], r[2]) for r in rows] == [
             ("50", "1"), ("200", "1"), ("50", "2"), ("200", "2"), ("50", "median"),
             ("200", "median")]
