@@ -29,6 +29,8 @@ perturbations of a stored node, 20 % exact copies of a stored node (ties).
     python benchmarks/retrieval.py --compare-libs 100000   # hnswlib vs usearch vs faiss
     python benchmarks/retrieval.py --sizes 1000000 --dims 384 --ann-k 4,8 --ann-ef 64,128,256
                                                    # ANN agreement/latency trade-off, one build
+    python benchmarks/retrieval.py --sizes 1000000 --dims 384 --ann-m 32 --ann-efc 200
+                                                   # other graph parameters (--ann-m, --ann-efc)
 """
 
 from __future__ import annotations
@@ -166,7 +168,8 @@ def run_case(n: int, d: int, args: argparse.Namespace) -> dict[str, str]:
         ann_tree = ResidualTree(
             "task", d, search="ann",
             ann_options={"k": args.ann_k[0], "ef_search": args.ann_ef[0],
-                         "threads": args.threads},
+                         "threads": args.threads, "m": args.ann_m,
+                         "ef_construction": args.ann_efc},
         )  # fmt: skip
         for node in nodes:
             ann_tree.add(node)
@@ -237,7 +240,8 @@ def ann_sweep(ann_tree: ResidualTree, tree: ResidualTree, data: Data, n: int, d:
                 lat.append(t)
                 agree += m.node_id == want  # type: ignore[attr-defined]
             rows.append({
-                "n": f"{n:,}", "d": str(d), "k": str(k), "ef_search": str(max(ef, k)),
+                "n": f"{n:,}", "d": str(d), "M": str(args.ann_m),
+                "ef_construction": str(args.ann_efc), "k": str(k), "ef_search": str(max(ef, k)),
                 "ANN p50 ms": ms(statistics.median(lat)), "ANN p95 ms": ms(pct(lat, 0.95)),
                 "ANN agree": f"{agree / len(truth):.3f}", "queries": str(len(truth)),
             })  # fmt: skip
@@ -339,6 +343,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--ann-max", type=int, default=1_000_000, help="largest size given an ANN")
     p.add_argument("--ann-k", default="4", help="candidates per graph; a comma list sweeps")
     p.add_argument("--ann-ef", default="128", help="HNSW ef_search; a comma list sweeps")
+    p.add_argument("--ann-m", type=int, default=16, help="HNSW M (links per node)")
+    p.add_argument("--ann-efc", type=int, default=100, help="HNSW ef_construction")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="ANN build threads")
     p.add_argument("--quick", action="store_true", help="1k and 10k, d=384, 50 queries")
     p.add_argument("--compare-libs", type=int, metavar="N", default=0)

@@ -33,16 +33,19 @@ recorded when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is ``true``
 GenAI instrumentations' switch). ``DELTAMEM_OTEL=off`` turns every span off.
 
 Without the OpenTelemetry API installed everything here is a no-op (one attribute test per
-call); with the API but no SDK configured the spans are OpenTelemetry's no-op spans.
+call); with the API but no tracer provider configured (no SDK set up) no span is opened
+either (:func:`enabled`), rather than OpenTelemetry's no-op spans.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -76,8 +79,10 @@ try:  # the API alone is enough to emit; the SDK (the ``otel`` extra) exports
     from opentelemetry.trace import SpanKind as _SpanKind
     from opentelemetry.trace import Status as _Status
     from opentelemetry.trace import StatusCode as _StatusCode
+    _NO_PROVIDERS: tuple[type, ...] = (_trace.ProxyTracerProvider, _trace.NoOpTracerProvider)
 except ImportError:  # pragma: no cover - exercised when the extra is absent
     _trace = None  # type: ignore[assignment]
+    _NO_PROVIDERS = ()
 
 
 class _NoSpan:
@@ -117,10 +122,37 @@ def use_tracer_provider(provider: Any) -> None:
 
 
 def enabled() -> bool:
-    """Whether spans are emitted (the API is installed and ``DELTAMEM_OTEL`` is not off)."""
+    """Whether spans are emitted: the API is installed, ``DELTAMEM_OTEL`` is not off, and a
+    tracer provider is configured (:func:`use_tracer_provider`, or a global one set in code or
+    by ``OTEL_PYTHON_TRACER_PROVIDER``). Without a provider OpenTelemetry's spans are no-op
+    spans, which record nothing yet cost ~15–50 µs each (context attach and detach): a
+    recall at 1k nodes paid more for its two than for its scan (``docs/performance.md``)."""
     if _trace is None:
         return False
+    if _provider_override is None and not _global_provider():
+        return False
     return os.environ.get(DISABLE_ENV, "").strip().lower() not in ("off", "0", "false", "no")
+
+
+_MISSING = object()
+_env_provider_read = False
+
+
+def _global_provider() -> bool:
+    """Whether OpenTelemetry has a global tracer provider (not its proxy or no-op one).
+
+    ``get_tracer_provider()`` looks ``OTEL_PYTHON_TRACER_PROVIDER`` up in ``os.environ`` at
+    every call while no provider is set, and a key missing from ``os.environ`` costs
+    ~2–4 µs (it raises inside), as much as a tenth of a recall at 1k nodes: so the variable
+    is read once (the first call sets the provider it names) and the module's global after.
+    """
+    global _env_provider_read
+    assert _trace is not None
+    provider = getattr(_trace, "_TRACER_PROVIDER", _MISSING)
+    if provider is _MISSING or (provider is None and not _env_provider_read):
+        _env_provider_read = True  # (another OpenTelemetry layout: always the public call)
+        provider = _trace.get_tracer_provider()
+    return provider is not None and not isinstance(provider, _NO_PROVIDERS)
 
 
 def capture_content() -> bool:
@@ -253,10 +285,13 @@ def memory_span(operation: str, *, system: str, store: str, tenant: str | None =
 def store_id(store: Any) -> str:
     """A bank's name in spans: its file name (no folders), or the store's path; a database
     URL keeps its scheme and last path part (no credentials)."""
-    from pathlib import Path
+    return _bank_name(str(getattr(store, "path", "") or ""))
 
-    path = str(getattr(store, "path", "") or "")
-    if "://" in path:
+
+@functools.lru_cache(maxsize=256)
+def _bank_name(path: str) -> str:
+    """:func:`store_id` of a path (kept: a recall names its bank in its span every time)."""
+    if "://" in path:  # a database URL: no credentials in telemetry
         return path.split("://", 1)[0] + "://" + path.rsplit("/", 1)[-1]
     return Path(path).name or path or "memory"
 

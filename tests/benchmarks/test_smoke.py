@@ -77,7 +77,7 @@ def test_every_script_has_a_smoke_run() -> None:
                "household_world.py", "prompt_reuse.py", "replicas.py", "sweep_faults.py",
                "guide.py", "ariadne_steps.py", "decode_cost.py", "kill_loop.py",
                "connection_cut.py", "soak.py", "concurrency.py", "otel_episode.py",
-               "skills_roundtrip.py"}
+               "skills_roundtrip.py", "recall_floor.py", "learn_rate.py"}
     scripts = {p.name for p in BENCH.glob("*.py")}
     assert scripts <= covered, f"no smoke run for {sorted(scripts - covered)}"
 
@@ -130,6 +130,36 @@ def test_retrieval(tmp_path: Path) -> None:
     out = run("retrieval.py", *args, cwd=tmp_path)
     assert "| n | d | naive p50 ms | raw M@q p50 ms | exact p50 ms |" in out
     assert table_rows(out, "1,000")
+
+
+def test_recall_floor(tmp_path: Path) -> None:
+    out = run("recall_floor.py", "--sizes", "200", "--dim", "32", "--queries", "20",
+              "--rounds", "2", "--block", "5", cwd=tmp_path)
+    assert "| n | round | floor M @ q µs |" in out
+    rows = table_rows(out, "200")
+    assert [r[1] for r in rows] == ["1", "2", "median"]
+    assert all(r[8] == "0" for r in rows[:2])  # every system found the same top-1 row
+    assert "machine after:" in out
+
+
+def test_learn_rate(tmp_path: Path) -> None:
+    backends = "sqlite,postgres" if os.environ.get("DELTAMEM_TEST_PG_URL") else "sqlite"
+    if "postgres" in backends:
+        need("psycopg")
+    out = run("learn_rate.py", "--sizes", "50,200", "--dim", "16", "--learns", "4",
+              "--rounds", "2", "--block", "2", "--backends", backends, "--synchronous",
+              "normal", "--ledger-reps", "10", cwd=tmp_path)
+    assert "| backend | n | round | learn p50 ms |" in out
+    assert "| backend | n | learned_count() | SELECT COUNT(*) FROM learned |" in out
+    for backend in backends.split(","):
+        rows = [r for r in table_rows(out, backend) if len(r) == 7]
+        ledger = [r for r in table_rows(out, backend) if len(r) == 4]
+        assert [r[1] for r in ledger] == ["50", "200"]
+        assert [(r[1], r[2]) for r in rows] == [
+            ("50", "1"), ("200", "1"), ("50", "2"), ("200", "2"), ("50", "median"),
+            ("200", "median")]
+        assert all(r[6] == "1.00" for r in rows if r[1] == "50")
+    assert "machine after:" in out
 
 
 def test_peers(tmp_path: Path) -> None:

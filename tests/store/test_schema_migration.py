@@ -1,5 +1,5 @@
-"""A schema-version-1 SQLite bank: read as it is when opened read-only, upgraded to version 2
-(``0002_forgetting``) when opened for writing."""
+"""A schema-version-1 SQLite bank: read as it is when opened read-only, upgraded to version 3
+(``0002_forgetting``, ``0003_learned_count``) when opened for writing."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ def test_read_only_reads_a_version_1_bank_without_changing_it(tmp_path: Path) ->
     (node,) = store.load_nodes()
     assert (node.success_hits, node.failure_hits, node.last_used) == (2, 0, 0)
     assert store.meta()["schema_version"] == 1 and store.audit() == []
+    assert store.learned_count() == 3  # counted: no kept count before version 3
     assert [s[4] for s in store.node_states()] == [0]
     store.close()
     con = sqlite3.connect(path)
@@ -46,16 +47,17 @@ def test_read_only_reads_a_version_1_bank_without_changing_it(tmp_path: Path) ->
     assert "failure_hits" not in cols
 
 
-def test_opening_for_writing_upgrades_to_version_2(tmp_path: Path) -> None:
+def test_opening_for_writing_upgrades_to_version_3(tmp_path: Path) -> None:
     path = tmp_path / "v1.db"
     _version_1_bank(path)
     store = SQLiteStore(path)
-    assert store.meta()["schema_version"] == 2
+    assert store.meta()["schema_version"] == 3 and store.learned_count() == 3
     (node,) = store.load_nodes()
     # a node stored before the upgrade counts as used at the upgrade (3 episodes learned)
     assert (node.success_hits, node.failure_hits, node.last_used) == (2, 0, 3)
     assert store.increment_failures("r") == 1 and store.audit() == []
     store.close()
     again = SQLiteStore(path)  # the upgrade runs once
-    assert again.meta()["schema_version"] == 2 and again.load_nodes()[0].failure_hits == 1
+    assert again.meta()["schema_version"] == 3 and again.load_nodes()[0].failure_hits == 1
+    assert again.mark_learned("e4") and again.learned_count() == 4
     again.close()

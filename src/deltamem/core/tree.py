@@ -786,6 +786,16 @@ class ResidualTree:
         """The root → ``node_id`` path (Eq. 7), root first."""
         return self._nodes(self._path(self._row[node_id]))
 
+    def chain_entries(self, node_id: str) -> tuple[list[str], list[ChainEntry]]:
+        """The ids and :class:`ChainEntry` of :meth:`chain`, root first, without making the
+        :class:`Node` objects (what a recall shows; the text from the cache or the source)."""
+        rows = self._path(self._row[node_id])
+        dets = self._details(rows)
+        ids, kind, fail = self._ids, self._kind, self._fail
+        return [ids[r] for r in rows], [
+            ChainEntry("RESIDUAL" if kind[r] else "ROOT", "FAILURE" if fail[r] else "SUCCESS",
+                       d.payload) for r, d in zip(rows, dets, strict=True)]
+
     def chain_ids(self, node_id: str) -> list[str]:
         """The ids of :meth:`chain`, root first (no text is read)."""
         return [self._ids[r] for r in self._path(self._row[node_id])]

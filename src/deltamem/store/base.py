@@ -21,10 +21,11 @@ import numpy as np
 
 from deltamem.core.tree import BestNode, Node
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the node bank's schema: 2 added each node's failure count and last use, and
-the audit trail of forgetting (migration ``0002_forgetting``, applied when a bank is
-opened for writing)."""
+the audit trail of forgetting (migration ``0002_forgetting``); 3 the ledger's count of
+learned episodes kept in one row (``0003_learned_count``). Migrations are applied when a
+bank is opened for writing."""
 
 ConfigCheck = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 """What the memory that owns a bank says about a bank configuration.

@@ -135,6 +135,30 @@ _MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    # schema version 3 (issue 52): the ledger's count in one row, kept by every learn
+    # (a learn's episode number was COUNT(*) over the ledger: linear in the bank)
+    (
+        "0003_learned_count",
+        """
+        CREATE TABLE learned_count (n BIGINT NOT NULL);
+        INSERT INTO learned_count SELECT COUNT(*) FROM learned;
+        CREATE FUNCTION learned_count_keep() RETURNS trigger LANGUAGE plpgsql
+            SET search_path FROM CURRENT AS $$
+        BEGIN
+            IF current_setting('deltamem.ledger_bulk', true) = 'on' THEN
+                RETURN NULL;
+            END IF;
+            IF TG_OP = 'INSERT' THEN
+                UPDATE learned_count SET n = n + 1;
+            ELSE
+                UPDATE learned_count SET n = n - 1;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER learned_count_keep AFTER INSERT OR DELETE ON learned
+            FOR EACH ROW EXECUTE FUNCTION learned_count_keep();
+        """,
+    ),
 ]
 
 @dataclass(frozen=True)
@@ -573,8 +597,21 @@ class PostgresStore(SQLTreeStore):
     # -- import ----------------------------------------------------------------------------
     def import_records(self, records: Iterable[Mapping[str, Any]]) -> int:
         """Load exported records into this (empty) bank in one transaction; returns node count
-        (the HNSW indexes, with ``index=hnsw``, are built after the commit)."""
-        n = super().import_records(records)
+        (the HNSW indexes, with ``index=hnsw``, are built after the commit).
+
+        The ledger is counted once at the end: the trigger keeping ``learned_count`` stands
+        aside for the import's transaction (``SET LOCAL deltamem.ledger_bulk``). Updating
+        the count's one row once per imported episode in one transaction leaves a dead row
+        version per update for the next one to walk past (100k rows inserted by one
+        statement had not finished after 10 min)."""
+        with self.transaction():
+            counted = self._ledger_counted()
+            if counted:
+                self._exec("SET LOCAL deltamem.ledger_bulk = 'on'")
+            n = super().import_records(records)
+            if counted:
+                self._exec("UPDATE learned_count SET n = (SELECT COUNT(*) FROM learned)")
+                self._exec("SET LOCAL deltamem.ledger_bulk = 'off'")
         if self.index == "hnsw":
             self._ensure_hnsw()
         return n

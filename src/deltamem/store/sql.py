@@ -62,6 +62,11 @@ AUDIT_COLUMNS = ("created_at", "episode_id", "node_id", "tree", "action", "polic
 
 FORGETTING_SCHEMA = 2
 """The schema version that added ``failure_hits``, ``last_used`` and the ``audit`` table."""
+LEDGER_COUNT_SCHEMA = 3
+"""The schema version that added ``learned_count``: the number of learned episodes, kept
+by triggers on the ledger (migration ``0003_learned_count``), so a learn reads its episode
+number in one row instead of counting the ledger (``COUNT(*)`` on PostgreSQL grew with the
+bank)."""
 
 _QUOTED = {"trigger": '"trigger"', "procedure": '"procedure"'}  # key words in PostgreSQL
 
@@ -148,9 +153,8 @@ class SQLLedger:
         for name, sql in migrations:
             if name in done:
                 continue
-            for stmt in sql.split(";"):
-                if stmt.strip():
-                    self._run(stmt)
+            for stmt in self._statements(sql):
+                self._run(stmt)
             self._run("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
             applied = True
         if not done:
@@ -161,6 +165,23 @@ class SQLLedger:
             self._run("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                       (str(self.schema_version),))
             self._wrote()
+
+    def _statements(self, sql: str) -> list[str]:
+        """The statements of a migration's text, split at ``;`` outside ``$$``-quoted
+        bodies (PostgreSQL's function bodies); a backend may split otherwise."""
+        out: list[str] = []
+        cur = ""
+        for i, chunk in enumerate(sql.split("$$")):
+            if i % 2:  # inside a dollar-quoted body
+                cur += "$$" + chunk + "$$"
+                continue
+            first, *rest = chunk.split(";")
+            cur += first
+            for piece in rest:
+                out.append(cur)
+                cur = piece
+        out.append(cur)
+        return [stmt for stmt in out if stmt.strip()]
 
     def _check_schema(self) -> None:
         v = self.meta().get("schema_version")
@@ -281,6 +302,25 @@ class SQLTreeStore(SQLLedger):
                 ("created_at", repr(time.time())),
             ])
             self._embedder_dim_known(int(embedder_dim))
+
+    # -- the ledger's count (schema version 3) -------------------------------------------------
+    def _ledger_counted(self) -> bool:
+        """Whether the bank keeps ``learned_count`` (schema version 3; a bank opened read-only,
+        never migrated, can be older: its ledger is counted)."""
+        counted = self.__dict__.get("_ledger_counted_schema")
+        if counted is None:
+            counted = int(self.meta().get("schema_version") or 0) >= LEDGER_COUNT_SCHEMA
+            self.__dict__["_ledger_counted_schema"] = counted
+        return bool(counted)
+
+    def learned_count(self) -> int:
+        """Episodes in the learned ledger: ``learned_count``'s one row, which triggers on
+        ``learned`` keep equal to its rows (any insert or delete, by any writer, a rolled-back
+        one rolled back with it); the ledger counted on a bank older than schema version 3."""
+        if not self._ledger_counted():
+            return super().learned_count()
+        row = self._fetch_one("SELECT n FROM learned_count")
+        return int(row[0]) if row is not None else 0
 
     # -- nodes ---------------------------------------------------------------------------------
     def _legacy(self) -> bool:

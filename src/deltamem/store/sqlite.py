@@ -107,6 +107,19 @@ _MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    # schema version 3 (issue 52): the ledger's count in one row, kept by every learn
+    # (a learn's episode number was COUNT(*) over the ledger: linear in the bank)
+    (
+        "0003_learned_count",
+        """
+        CREATE TABLE learned_count (n INTEGER NOT NULL);
+        INSERT INTO learned_count SELECT COUNT(*) FROM learned;
+        CREATE TRIGGER learned_count_add AFTER INSERT ON learned
+            BEGIN UPDATE learned_count SET n = n + 1; END;
+        CREATE TRIGGER learned_count_remove AFTER DELETE ON learned
+            BEGIN UPDATE learned_count SET n = n - 1; END;
+        """,
+    ),
 ]
 
 Synchronous = Literal["full", "normal"]
@@ -404,12 +417,29 @@ class SQLiteBackend(SQLLedger):
         value = int(self._conn.execute("PRAGMA synchronous").fetchone()[0])
         return {0: "off", 1: "normal", 2: "full", 3: "extra"}.get(value, str(value))
 
-    @guarded
     def version(self) -> int:
-        """Changes when another connection commits (``PRAGMA data_version``)."""
-        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        """Changes when another connection commits (``PRAGMA data_version``; asked by every
+        recall, so without :func:`guarded`'s extra call)."""
+        try:
+            return self._conn.execute("PRAGMA data_version").fetchone()[0]  # type: ignore[no-any-return]
+        except sqlite3.Error as e:
+            raise storage_error(e, self.path) from e
 
     _learned_dense: bool = False
+
+    def _statements(self, sql: str) -> list[str]:
+        """A migration's statements, each complete as SQLite reads it (a trigger's body
+        holds ``;``)."""
+        out: list[str] = []
+        cur = ""
+        for line in sql.splitlines(keepends=True):
+            cur += line
+            if sqlite3.complete_statement(cur):
+                out.append(cur)
+                cur = ""
+        if cur.strip():
+            out.append(cur)
+        return out
 
     def learned_count(self) -> int:
         """Episodes in the learned ledger.
@@ -462,6 +492,14 @@ class SQLiteStore(SQLiteBackend, SQLTreeStore):
     ):
         self.config_check = config_check
         self._open_file(path, timeout=timeout, readonly=readonly, synchronous=synchronous)
+
+    def learned_count(self) -> int:
+        """:meth:`SQLTreeStore.learned_count` (the kept count), not the ledger's rowid, which
+        an item bank (:class:`~deltamem.store.items.ItemStore`) still reads; a bank older
+        than schema version 3, opened read-only, by the rowid."""
+        if not self._ledger_counted():
+            return SQLiteBackend.learned_count(self)
+        return SQLTreeStore.learned_count(self)
 
     # -- setup -------------------------------------------------------------
     @guarded

@@ -111,3 +111,30 @@ def test_a_bank_opened_small_reads_no_text_when_recalling(tmp_path: Path):
     assert mem.recall(ep.task).text
     assert reads == []
     mem.close()
+
+
+def test_the_one_pass_rendering_equals_render_on_deep_chains_failures_and_both_trees():
+    """A first recall (the cache's one-pass rendering, ``RecallCache._plain``) gives what
+    :func:`render.render` gives: chains of several deltas and failure records in both trees,
+    with supersede on and off; the cached form then serves the same recall again."""
+    goals = ["put a clean apple in fridge", "put a clean apple in the fridge",
+             "put a hot apple in fridge", "clean an apple and put it in a fridge"]
+    for supersede in (True, False):
+        mem = open_mem(supersede=supersede, k_cons=100)
+        for i in range(8):
+            ep = make_episode(goals[i % len(goals)], actions=OTHER if i % 3 else OTHER[:2],
+                              success=i % 4 != 3,
+                              episode_id=f"e{i}")
+            mem.learn(ep, mem.recall(ep.task))
+        depths = [len(m.chain) for g in goals
+                  for m in mem.recall(make_episode(g).task).matches.values()]
+        assert max(depths) >= 3
+        roles = {it.role for g in goals for it in mem.recall(make_episode(g).task).items}
+        assert roles == {"base", "delta", "warning"}
+        for g in [*goals, "heat a potato in the microwave"]:
+            task = make_episode(g).task
+            mem.recalls._entries.clear()
+            first = mem.recall(task)  # one-pass rendering
+            assert first == rendered(mem, make_episode(g))
+            assert mem.recall(task) == first  # from the cache
+        mem.close()

@@ -122,6 +122,7 @@ class DeltaMem(BankedMemory):
         self.bank.reload()
         #: rendered recalls of this bank view (:class:`render.RecallCache`)
         self.recalls = render.RecallCache(self.bank, self.config)
+        self._trees = search.enabled(self.config)  # the config is fixed per open
 
     @classmethod
     def open(
@@ -168,7 +169,7 @@ class DeltaMem(BankedMemory):
         node id, score, acceptance at τ and tie-break either way."""
         self._check_task(task)
         return search.match(self.bank, self.store_search, self._need_embedder(), task,
-                            self.config)
+                            self.config, self._trees)
 
     def recall(self, task: Task) -> Recall:
         """Eq. 6 match and Eq. 7 chain of each tree under the domain's memory header.

@@ -164,9 +164,24 @@ class _Rendered:
             out = list(items)
             for i in self.matched:
                 it = items[i]
-                out[i] = RecallItem(it.source, it.id, it.text, best[it.source].score, it.role)
+                out[i] = _item(it.source, it.id, it.text, best[it.source].score, it.role)
             items = tuple(out)
-        return Recall(text=self.text, items=items, details=details)
+        return _recall(self.text, items, details)
+
+
+def _item(source: str, id: str, text: str, score: float | None, role: str) -> RecallItem:
+    """``RecallItem(source, id, text, score, role)`` without the frozen dataclass's checked
+    assignments (a served recall makes one per matched node)."""
+    it = object.__new__(RecallItem)
+    it.__dict__.update(source=source, id=id, text=text, score=score, role=role)
+    return it
+
+
+def _recall(text: str, items: tuple[RecallItem, ...], details: dict[str, Any]) -> Recall:
+    """``Recall(text=text, items=items, details=details)`` likewise (one per served recall)."""
+    rec = object.__new__(Recall)
+    rec.__dict__.update(text=text, items=items, details=details)
+    return rec
 
 
 class RecallCache:
@@ -183,16 +198,62 @@ class RecallCache:
         """The recall of ``best`` (each enabled tree's match on the bank view, as
         :func:`~deltamem.memories.deltamem.search.match` returns it): :func:`render` of
         its chains, or the same recall from the cache."""
-        if self.bank.generation != self._generation:
+        generation = self.bank.generation
+        if generation != self._generation:
             self._entries.clear()
-            self._generation = self.bank.generation
-        key = tuple((t, b.node_id if b.accepted else None) for t, b in best.items())
-        hit = self._entries.get(key)
+            self._generation = generation
+        key = tuple([(t, b.node_id if b.accepted else None) for t, b in best.items()])
+        entries = self._entries
+        hit = entries.get(key)
         if hit is not None:
-            self._entries.move_to_end(key)
+            entries.move_to_end(key)
             return hit.recall(best)
-        rec = render(found(self.bank, best), self.config)
-        self._entries[key] = _Rendered.of(rec)
+        made = self._plain(best) if self.config.max_recall_tokens is None else None
+        if made is None:
+            rec = render(found(self.bank, best), self.config)
+            made = rec, _Rendered.of(rec)
+        self._entries[key] = made[1]
         if len(self._entries) > self.size:
             self._entries.popitem(last=False)
-        return rec
+        return made[0]
+
+    def _plain(self, best: Mapping[TreeName, BestNode]) -> tuple[Recall, _Rendered] | None:
+        """:func:`render` and :meth:`_Rendered.of` in one pass, for a recall without a token
+        budget (every chain shown whole) whose Env-Tree chain, if any, supersedes no line:
+        the same recall, without the :class:`Node` objects, the budget's bookkeeping and a
+        second pass over the result (a first recall of a chain at 1k nodes cost as much as
+        the scan). ``None``: a line is superseded; :func:`render` shows which."""
+        details: dict[str, Any] = {}
+        fixed: dict[str, dict[str, Any]] = {}
+        sections: list[str] = []
+        items: list[RecallItem] = []
+        bare: list[RecallItem] = []
+        matched: list[int] = []
+        for t, b in best.items():
+            if not (b.accepted and b.node_id):
+                details[t] = {"node_id": b.node_id, "score": b.score, "tau": b.tau,
+                              "accepted": b.accepted, "chain": []}
+                fixed[t] = {"chain": []}
+                continue
+            ids, entries = self.bank.trees[t].chain_entries(b.node_id)
+            if t == "env" and self.config.supersede:
+                entries, gone = supersede(entries)
+                if gone:
+                    return None
+            details[t] = {"node_id": b.node_id, "score": b.score, "tau": b.tau,
+                          "accepted": b.accepted, "chain": list(ids)}
+            fixed[t] = {"chain": ids}
+            sections.append(f"## {_TITLES[t]}\n{render_chain(t, entries)}")
+            for nid, e in zip(ids, entries, strict=True):
+                role = ("warning" if e.label == "FAILURE" else "base" if e.kind == "ROOT"
+                        else "delta")
+                it = _item(t, nid, render_chain(t, [e]), None, role)
+                bare.append(it)
+                if nid == b.node_id:
+                    matched.append(len(items))
+                    it = _item(t, nid, it.text, b.score, role)
+                items.append(it)
+        header = get_domain(self.config.domain).header
+        text = header + "\n\n" + "\n\n".join(sections) if sections else ""
+        return (_recall(text, tuple(items), details),
+                _Rendered(text, tuple(bare), tuple(matched), fixed, None, False))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from deltamem.core.payload import TreeName
 from deltamem.core.tree import BestNode, Node
-from deltamem.core.triggers import tree_texts
+from deltamem.core.triggers import task_text, tree_texts
 from deltamem.embed.base import Embedder
 from deltamem.errors import ConfigError, StoreError
 from deltamem.memories.deltamem.bank import BankView
@@ -86,6 +86,7 @@ def match(
     embedder: Embedder,
     task: Task,
     config: DeltaMemConfig,
+    trees: list[TreeName] | None = None,
 ) -> dict[TreeName, BestNode]:
     """Eq. 6 match of each enabled tree for ``task`` (no side effects on the bank).
 
@@ -94,10 +95,15 @@ def match(
     with the store. Either way every returned node is in the bank view on return (a node
     another process committed after the last reload triggers one), so its chain can be
     read; a node the store cannot load back is a :class:`~deltamem.errors.StoreError`.
+    ``trees``: :func:`enabled` of ``config``, when the caller keeps it.
     """
-    q = queries(task, config)
-    trees = enabled(config)
-    vecs = embedder.embed_queries([q[t] for t in trees])
+    if trees is None:
+        trees = enabled(config)
+    if trees == ["task"]:  # the Env-Tree off: its text is not made (a place list is parsed)
+        vecs = embedder.embed_queries([task_text(task.goal, config.task_trigger or "goal")])
+    else:
+        q = queries(task, config)
+        vecs = embedder.embed_queries([q[t] for t in trees])
     bank.reload()
     if searcher is None or bank.hidden:  # the store's search does not know what is hidden
         return {t: bank.trees[t].match(vecs[i], config.tau(t), config.epsilon)
