@@ -541,7 +541,8 @@ class PostgresStore(SQLTreeStore):
     ) -> BestNode:
         """Eq. 6 over the nodes of ``tree``: same node and score as ``ResidualTree.match``.
 
-        ``query`` must be unit-norm. Rows whose pgvector score lies within a
+        ``query`` may have any length (the window is taken on the unit query; a shorter one
+        once pushed the arg-max out of it). Rows whose pgvector score lies within a
         rounding bound of the best are re-scored exactly (the cosine of
         :func:`deltamem.core.tree.exact_cosine`, minus ε for FAILURE); the
         arg-max and the tie rule ``deepest`` (unconsolidated, then deeper, then
@@ -549,8 +550,12 @@ class PostgresStore(SQLTreeStore):
         the ``candidates`` nearest of each label's HNSW index.
         """
         q = np.asarray(query, dtype=np.float32).reshape(-1)
-        qlist = q.astype(np.float64).tolist()
         qn = float(np.linalg.norm(q.astype(np.float64)))
+        # the window is taken on the unit query: with a shorter one ε would weigh more in
+        # the filter than in Eq. 6 and push the true arg-max out of the window; the exact
+        # re-score below uses the query as given (the cosine does not depend on its length)
+        qlist = (q.astype(np.float64) / qn if qn > 0 else q.astype(np.float64)).tolist()
+        qn = 1.0 if qn > 0 else qn
         d2 = len(qlist) + 2
         score = (
             "(-(embedding <#> %(q)s::double precision[]::vector)) - "

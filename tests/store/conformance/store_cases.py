@@ -62,6 +62,8 @@ def build(seq, location: str = ":memory:", **cfg) -> DeltaMem:
     """Open ``location`` and learn ``(goal, scene, actions, success)`` tuples into it."""
     cfg.setdefault("tau_task", 0.6)
     cfg.setdefault("tau_env", 0.6)
+    # the store's own search implements the deepest tie rule (what these cases compare)
+    cfg.setdefault("tie_rule", "deepest")
     mem = DeltaMem.open(location, embedder=H, domain="alfworld", k_cons=2, d_max=3, **cfg)
     for i, (goal, scene, acts, ok) in enumerate(seq):
         mem.learn(make_episode(goal, scene=scene, actions=acts, success=ok, episode_id=f"e{i}"))

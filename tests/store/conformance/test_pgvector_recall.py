@@ -81,6 +81,7 @@ def pg_bank() -> Iterator[Callable[..., str]]:
 def config(rng: random.Random) -> dict[str, Any]:
     return {
         "domain": "alfworld",
+        "tie_rule": "deepest",  # the store's own search implements deepest
         "tau_task": rng.choice([0.3, 0.6, 0.9]),
         "tau_env": rng.choice([0.3, 0.6, 0.9]),
         "epsilon": rng.choice([0.0, 0.05, 0.3]),
@@ -152,7 +153,8 @@ def test_store_search_equals_in_process_search(pg_bank, seed):
 
 def test_failure_nodes_are_matched_with_the_exact_penalty(pg_bank):
     loc = pg_bank()
-    cfg = {"domain": "alfworld", "tau_task": 0.5, "tau_env": 0.5, "epsilon": 0.05}
+    cfg = {"domain": "alfworld", "tau_task": 0.5, "tau_env": 0.5, "epsilon": 0.05,
+           "tie_rule": "deepest"}
     mem = open_mem(loc, cfg, search="store")
     mem.learn(make_episode(GOALS[0], scene=SCENES[0], success=False, episode_id="f1"))
     task = Task(id="q", goal=GOALS[0], scene=SCENES[0], domain="alfworld")
@@ -232,7 +234,8 @@ class _CommitFirst:
 
 def test_a_node_committed_elsewhere_is_recalled_and_learned_under(pg_bank):
     loc = pg_bank()
-    cfg = {"domain": "alfworld", "tau_task": 0.6, "tau_env": 0.6, "search": "store"}
+    cfg = {"domain": "alfworld", "tau_task": 0.6, "tau_env": 0.6, "search": "store",
+           "tie_rule": "deepest"}
     a, b = open_mem(loc, cfg), open_mem(loc, cfg)
     a.stats()  # a's trees are loaded (empty) before b writes
     first = make_episode(GOALS[0], scene=SCENES[0], episode_id="by-b")
@@ -286,7 +289,7 @@ def test_a_postgres_recall_scans_in_one_place_only(pg_bank, monkeypatch, search,
     from deltamem.core.tree import ResidualTree
     from deltamem.store.postgres import PostgresStore
 
-    mem = open_mem(pg_bank(), {"domain": "alfworld"}, search=search)
+    mem = open_mem(pg_bank(), {"domain": "alfworld", "tie_rule": "deepest"}, search=search)
     mem.learn(make_episode(GOALS[0], episode_id="e0"))
 
     def refuse(*_: Any, **__: Any) -> BestNode:

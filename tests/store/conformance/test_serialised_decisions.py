@@ -20,7 +20,8 @@ from deltamem.types import Episode
 
 from .store_cases import AlwaysWrites, H, check_invariants
 
-CFG = {"domain": "alfworld", "tau_task": 0.9, "tau_env": 0.9, "k_cons": 2, "d_max": 5}
+CFG = {"domain": "alfworld", "tau_task": 0.9, "tau_env": 0.9, "k_cons": 2, "d_max": 5,
+       "tie_rule": "deepest"}  # hits go to the newest node, as these cases count them
 
 
 class MeetsFirst(AlwaysWrites):

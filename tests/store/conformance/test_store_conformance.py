@@ -192,7 +192,7 @@ def test_another_writer_is_seen_incrementally(new_bank):
 
 
 def test_memory_contract_holds(new_bank):
-    mem = DeltaMem.open(new_bank(), embedder=H, domain="alfworld")
+    mem = DeltaMem.open(new_bank(), embedder=H, domain="alfworld", tie_rule="deepest")
     check_memory(mem)
     mem.close()
 
