@@ -240,7 +240,7 @@ def main() -> int:
     if args.bank_cap > 0:
         total["bank_cap"] = args.bank_cap
         total["prefill_seconds"] = round(prefill_s, 1)
-        total["steady"] = steady(samples, prunes, args.prune_every)
+        total["steady"] = steady(samples, prunes, args.prune_every, args.every)
     (out / "soak.json").write_text(json.dumps({"total": total, "samples": samples}, indent=1))
     plot(samples, out / "soak.png", total)
     print(json.dumps(total, indent=1))
@@ -287,8 +287,11 @@ def prefill(reps: list[Any], key: str, bank: str, n: int, clients: int, seed: in
 
 
 def steady(samples: list[dict[str, Any]], prunes: list[dict[str, Any]],
-           prune_every: float) -> dict[str, Any]:
-    """The bounded run at its steady size (see the module's docstring)."""
+           prune_every: float, every: float) -> dict[str, Any]:
+    """The bounded run at its steady size (see the module's docstring). A last sample over
+    less than half an interval (the clients' final answers) is left out."""
+    if len(samples) >= 2 and samples[-1]["t_s"] - samples[-2]["t_s"] < every / 2:
+        samples = samples[:-1]
     if len(samples) < 4:
         return {}
     n = len(samples[0]["rss_mb"])
