@@ -16,8 +16,9 @@ episodes), the same ratio over the whole run, and the latency of the first and l
 
 Writes ``soak.json`` (samples, totals) and ``soak.png`` (RSS per replica with the episodes
 learned, and p50/p99 over time) into ``--out``; prints a summary. Exits 1 on any error
-response or a learn not accounted for. Each sample also records the bank's node count and the
-machine's 1-minute load average (``os.getloadavg``), so a latency bump can be told from load.
+response or a learn not accounted for. Each sample also records the machine's 1-minute load
+average (``os.getloadavg``, so a latency bump can be told from load) and, in the bounded mode
+below, the bank's node count.
 
 Bounded mode (``--bank-cap N``): a growing bank cannot show "RSS flat, p99 stable", since
 recall scans every node and a replica holds every node in memory. With a cap, the bank is
@@ -395,6 +396,11 @@ def replot(out: Path, storage: str | None) -> int:
             s["learned"] = int(np.searchsorted(at, s["t_s"], side="right"))
         total["learned_from_ledger_times"] = True
     total["growth"] = growth(samples)
+    if total.get("steady"):  # a bounded run: the prunes are not in the samples, keep them
+        old = total["steady"]
+        total["steady"] = {**steady(samples, [], old["prune_every_s"],
+                                    samples[1]["t_s"] - samples[0]["t_s"]),
+                           **{k: v for k, v in old.items() if k.startswith("prune")}}
     (out / "soak.json").write_text(json.dumps({"total": total, "samples": samples}, indent=1))
     plot(samples, out / "soak.png", total)
     print(json.dumps(total, indent=1))
