@@ -239,6 +239,9 @@ def test_soak_bounded(tmp_path: Path) -> None:
     assert st["prunes"] >= 1 and st["nodes_pruned"] > 0
     assert len(st["rss_mb_per_min_whole_run"]) == 1 and len(st["nodes_first_last_min_max"]) == 4
     assert (tmp_path / "s" / "soak.png").exists()
+    run("soak.py", "--replot", "s", cwd=tmp_path)  # the steady figures again, prunes kept
+    again = json.loads((tmp_path / "s" / "soak.json").read_text())["total"]["steady"]
+    assert again["prunes"] == st["prunes"] and again["p99_ms_per_min"] == st["p99_ms_per_min"]
 
 
 SWEEP_SPEC = """
