@@ -293,8 +293,15 @@ def steady(samples: list[dict[str, Any]], prunes: list[dict[str, Any]],
     less than half an interval (the clients' final answers) is left out."""
     if len(samples) >= 2 and samples[-1]["t_s"] - samples[-2]["t_s"] < every / 2:
         samples = samples[:-1]
+    pruned = {
+        "prune_every_s": prune_every,
+        "prunes": len(prunes),
+        "nodes_pruned": sum(p["removed"] for p in prunes),
+        "prune_seconds_median_max": ([round(float(np.median([p["seconds"] for p in prunes])), 3),
+                                      max(p["seconds"] for p in prunes)] if prunes else []),
+    }
     if len(samples) < 4:
-        return {}
+        return pruned
     n = len(samples[0]["rss_mb"])
     half = samples[len(samples) // 2:]
     fifth = max(1, len(samples) // 5)
@@ -325,11 +332,7 @@ def steady(samples: list[dict[str, Any]], prunes: list[dict[str, Any]],
                                                  med(samples[-fifth:], "requests")],
         "nodes_first_last_min_max": ([nodes[0], nodes[-1], min(nodes), max(nodes)]
                                      if nodes else []),
-        "prune_every_s": prune_every,
-        "prunes": len(prunes),
-        "nodes_pruned": sum(p["removed"] for p in prunes),
-        "prune_seconds_median_max": ([round(float(np.median([p["seconds"] for p in prunes])), 3),
-                                      max(p["seconds"] for p in prunes)] if prunes else []),
+        **pruned,
     }
 
 

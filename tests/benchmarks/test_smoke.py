@@ -225,7 +225,7 @@ def test_soak_bounded(tmp_path: Path) -> None:
     need("fastapi", "uvicorn", "httpx", "matplotlib")
     env_pg = os.environ.pop("DELTAMEM_TEST_PG_URL", None)  # one SQLite replica: quick
     try:
-        run("soak.py", "--minutes", "0.1", "--every", "2", "--clients", "2", "--bank-cap",
+        run("soak.py", "--minutes", "0.15", "--every", "2", "--clients", "2", "--bank-cap",
             "20", "--prune-every", "2", "--out", "s", cwd=tmp_path)
     finally:
         if env_pg is not None:
