@@ -16,11 +16,26 @@ episodes), the same ratio over the whole run, and the latency of the first and l
 
 Writes ``soak.json`` (samples, totals) and ``soak.png`` (RSS per replica with the episodes
 learned, and p50/p99 over time) into ``--out``; prints a summary. Exits 1 on any error
-response or a learn not accounted for.
+response or a learn not accounted for. Each sample also records the machine's 1-minute load
+average (``os.getloadavg``, so a latency bump can be told from load) and, in the bounded mode
+below, the bank's node count.
+
+Bounded mode (``--bank-cap N``): a growing bank cannot show "RSS flat, p99 stable", since
+recall scans every node and a replica holds every node in memory. With a cap, the bank is
+first filled with ``N`` episodes over the service's learn route (not timed, not sampled); then
+the same request mix runs, every learn still a new episode, while the benchmark itself prunes
+the bank every ``--prune-every`` seconds with the library's forgetting policy ``unused:N``
+(:meth:`deltamem.memories.deltamem.DeltaMem.prune`, what ``deltamem prune`` calls; the
+replicas see the removal and load the bank afresh). A node survives while one of the last
+``N`` learns used it, so the bank holds about the nodes of its last ``N`` episodes: stationary.
+The totals' ``steady`` gives each replica's RSS slope (MB/min, whole run and second half), the
+p50/p99 of the first and last fifth, the p99's regression slope (ms/min), the node count's
+range, and the prunes (count, nodes removed, seconds each).
 
     python benchmarks/soak.py [--minutes 60] [--replicas 2] [--clients 4] [--every 10]
         [--storage postgresql://…]   # default: $DELTAMEM_TEST_PG_URL, else a temporary folder
         [--out soak-dir]
+        [--bank-cap N] [--prune-every 60]   # bounded mode: a bank of about N episodes
     python benchmarks/soak.py --replot soak-dir [--storage …]
         # recompute growth and the plot of a finished run; samples without their episode count
         # (runs before it was recorded) get it from the ledger's learned_at times
@@ -70,6 +85,10 @@ def main() -> int:
     ap.add_argument("--storage", default=os.environ.get("DELTAMEM_TEST_PG_URL"))
     ap.add_argument("--out", default="soak-out")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--bank-cap", type=int, default=0, metavar="N",
+                    help="Bounded mode: fill the bank with N episodes first, then prune it "
+                    "with the policy unused:N every --prune-every seconds (0: unbounded).")
+    ap.add_argument("--prune-every", type=float, default=60.0, metavar="SECONDS")
     ap.add_argument("--replot", default=None, metavar="DIR",
                     help="Recompute the growth figures and the plot of the run in DIR.")
     args = ap.parse_args()
@@ -91,6 +110,11 @@ def main() -> int:
     errors: list[str] = []
     stop = threading.Event()
     sent = [0]
+    loc = BankSpace(storage).location(tenant, bank)
+    prefill_s = prefill(reps, key, bank, args.bank_cap, args.clients, args.seed,
+                        learned_ok, errors, lock) if args.bank_cap > 0 else 0.0
+    counter = open_store(loc, readonly=True) if args.bank_cap > 0 else None
+    prunes: list[dict[str, Any]] = []
     t0 = time.monotonic()
     end = t0 + args.minutes * 60
 
@@ -138,10 +162,31 @@ def main() -> int:
                         errors.append(f"{kind} {status}: {resp.text[:200]}")
                 i += 1
 
+    def pruner() -> None:
+        from deltamem.memories.deltamem import DeltaMem
+
+        mem = DeltaMem.open(loc, embedder=None)
+        try:
+            while not stop.wait(args.prune_every) and time.monotonic() < end:
+                t = time.monotonic()
+                try:
+                    removed = mem.prune([f"unused:{args.bank_cap}"])
+                except Exception as e:  # counted as an error of the run
+                    with lock:
+                        errors.append(f"prune {type(e).__name__}: {e}")
+                    continue
+                with lock:
+                    prunes.append({"t_s": round(t - t0, 1), "removed": len(removed),
+                                   "seconds": round(time.monotonic() - t, 3)})
+        finally:
+            mem.close()
+
     threads = [threading.Thread(target=client, args=(c,), daemon=True)
                for c in range(args.clients)]
     for th in threads:
         th.start()
+    if args.bank_cap > 0:
+        threading.Thread(target=pruner, daemon=True).start()
     samples: list[dict[str, Any]] = []
     last = 0.0
     try:
@@ -158,7 +203,10 @@ def main() -> int:
                 "learned": len(learned_ok),
                 "p50_ms": round(float(np.nanpercentile(ds, 50)) * 1000, 2),
                 "p99_ms": round(float(np.nanpercentile(ds, 99)) * 1000, 2),
+                "load1": round(os.getloadavg()[0], 2),
             })
+            if counter is not None:
+                samples[-1]["nodes"] = sum(counter.node_counts().values())
             last = now
             if not window:  # the clients are done
                 samples.pop()
@@ -169,7 +217,8 @@ def main() -> int:
         for th in threads:
             th.join(timeout=60)
         stop_replicas(reps)
-    loc = BankSpace(storage).location(tenant, bank)
+        if counter is not None:
+            counter.close()
     store = open_store(loc, readonly=True)
     try:
         ledger = {r["episode_id"] for r in store.iter_export() if r["type"] == "learned"}
@@ -189,10 +238,102 @@ def main() -> int:
         "p99_ms_first_last": [samples[0]["p99_ms"], samples[-1]["p99_ms"]] if samples else [],
         "growth": growth(samples),
     }
+    if args.bank_cap > 0:
+        total["bank_cap"] = args.bank_cap
+        total["prefill_seconds"] = round(prefill_s, 1)
+        total["steady"] = steady(samples, prunes, args.prune_every, args.every)
     (out / "soak.json").write_text(json.dumps({"total": total, "samples": samples}, indent=1))
     plot(samples, out / "soak.png", total)
     print(json.dumps(total, indent=1))
     return 1 if errors or missing else 0
+
+
+def prefill(reps: list[Any], key: str, bank: str, n: int, clients: int, seed: int,
+            learned_ok: list[str], errors: list[str], lock: threading.Lock) -> float:
+    """Learn ``n`` episodes (ids ``p…``, apart from the run's) over the replicas, ``clients``
+    threads; every learn answered 200 joins ``learned_ok``. Returns the seconds it took."""
+    t = time.monotonic()
+    todo = iter(range(n))
+
+    def one(c: int) -> None:
+        rng = random.Random(seed * 1000 + 500 + c)
+        with httpx.Client(timeout=60, headers={"Authorization": f"Bearer {key}"}) as http:
+            while True:
+                with lock:
+                    i = next(todo, None)
+                if i is None:
+                    return
+                body = episode_body(c, i, rng)
+                body["id"] = f"p{i}"
+                r = reps[i % len(reps)]
+                try:
+                    resp = http.post(f"{r.url}/v1/banks/{bank}/learn", json={"episode": body})
+                except httpx.HTTPError as e:
+                    with lock:
+                        errors.append(f"prefill {type(e).__name__}: {e}")
+                    continue
+                with lock:
+                    if resp.status_code == 200:
+                        learned_ok.append(body["id"])
+                    else:
+                        errors.append(f"prefill learn {resp.status_code}: {resp.text[:200]}")
+
+    threads = [threading.Thread(target=one, args=(c,)) for c in range(clients)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    print(json.dumps({"prefilled": n, "seconds": round(time.monotonic() - t, 1)}), flush=True)
+    return time.monotonic() - t
+
+
+def steady(samples: list[dict[str, Any]], prunes: list[dict[str, Any]],
+           prune_every: float, every: float) -> dict[str, Any]:
+    """The bounded run at its steady size (see the module's docstring). A last sample over
+    less than half an interval (the clients' final answers) is left out."""
+    if len(samples) >= 2 and samples[-1]["t_s"] - samples[-2]["t_s"] < every / 2:
+        samples = samples[:-1]
+    pruned = {
+        "prune_every_s": prune_every,
+        "prunes": len(prunes),
+        "nodes_pruned": sum(p["removed"] for p in prunes),
+        "prune_seconds_median_max": ([round(float(np.median([p["seconds"] for p in prunes])), 3),
+                                      max(p["seconds"] for p in prunes)] if prunes else []),
+    }
+    if len(samples) < 4:
+        return pruned
+    n = len(samples[0]["rss_mb"])
+    half = samples[len(samples) // 2:]
+    fifth = max(1, len(samples) // 5)
+
+    def rss_slope(ss: list[dict[str, Any]]) -> list[float]:
+        return [round(_slope([s["t_s"] / 60 for s in ss], [s["rss_mb"][i] for s in ss]), 4)
+                for i in range(n)]
+
+    def med(ss: list[dict[str, Any]], k: str) -> float:
+        return round(float(np.median([s[k] for s in ss])), 2)
+
+    nodes = [s["nodes"] for s in samples if "nodes" in s]
+    return {
+        "rss_mb_per_min_whole_run": rss_slope(samples),
+        "rss_mb_per_min_second_half": rss_slope(half),
+        "rss_mb_first_last_fifth": [[round(float(np.median([s["rss_mb"][i] for s in part])), 1)
+                                     for i in range(n)]
+                                    for part in (samples[:fifth], samples[-fifth:])],
+        "median_p50_ms_first_last_fifth": [med(samples[:fifth], "p50_ms"),
+                                           med(samples[-fifth:], "p50_ms")],
+        "median_p99_ms_first_last_fifth": [med(samples[:fifth], "p99_ms"),
+                                           med(samples[-fifth:], "p99_ms")],
+        "p99_ms_per_min": round(_slope([s["t_s"] / 60 for s in samples],
+                                       [s["p99_ms"] for s in samples]), 3),
+        "load1_first_last_fifth": [med(samples[:fifth], "load1"),
+                                   med(samples[-fifth:], "load1")],
+        "requests_per_sample_first_last_fifth": [med(samples[:fifth], "requests"),
+                                                 med(samples[-fifth:], "requests")],
+        "nodes_first_last_min_max": ([nodes[0], nodes[-1], min(nodes), max(nodes)]
+                                     if nodes else []),
+        **pruned,
+    }
 
 
 def _slope(x: list[float], y: list[float]) -> float:
@@ -258,6 +399,11 @@ def replot(out: Path, storage: str | None) -> int:
             s["learned"] = int(np.searchsorted(at, s["t_s"], side="right"))
         total["learned_from_ledger_times"] = True
     total["growth"] = growth(samples)
+    if total.get("steady"):  # a bounded run: the prunes are not in the samples, keep them
+        old = total["steady"]
+        total["steady"] = {**steady(samples, [], old["prune_every_s"],
+                                    samples[1]["t_s"] - samples[0]["t_s"]),
+                           **{k: v for k, v in old.items() if k.startswith("prune")}}
     (out / "soak.json").write_text(json.dumps({"total": total, "samples": samples}, indent=1))
     plot(samples, out / "soak.png", total)
     print(json.dumps(total, indent=1))
@@ -273,12 +419,22 @@ def plot(samples: list[dict[str, Any]], path: Path, total: dict[str, Any]) -> No
     if not samples:
         return
     t = [s["t_s"] / 60 for s in samples]
-    fig, (a, b) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    has_load = "load1" in samples[0]
+    fig, axes = plt.subplots(3 if has_load else 2, 1, figsize=(8, 8 if has_load else 6),
+                             sharex=True)
+    a, b = axes[0], axes[1]
     for i in range(len(samples[0]["rss_mb"])):
         a.plot(t, [s["rss_mb"][i] for s in samples], label=f"replica {i}")
     a.set_ylabel("RSS (MB)")
     a.set_ylim(bottom=0)
-    if "learned" in samples[0]:
+    if "nodes" in samples[0]:
+        e = a.twinx()
+        e.plot(t, [s["nodes"] for s in samples], color="grey", linestyle="--",
+               label="nodes in the bank")
+        e.set_ylabel("nodes")
+        e.set_ylim(bottom=0)
+        e.legend(loc="lower right")
+    elif "learned" in samples[0]:
         e = a.twinx()
         e.plot(t, [s["learned"] for s in samples], color="grey", linestyle="--",
                label="episodes learned")
@@ -289,10 +445,15 @@ def plot(samples: list[dict[str, Any]], path: Path, total: dict[str, Any]) -> No
     b.plot(t, [s["p50_ms"] for s in samples], label="p50")
     b.plot(t, [s["p99_ms"] for s in samples], label="p99")
     b.set_ylabel("latency (ms)")
-    b.set_xlabel("minutes")
     b.set_ylim(bottom=0)
     b.legend()
-    fig.suptitle(f"soak: {total['replicas']} replica(s) on {total['storage']}, "
+    if has_load:
+        axes[2].plot(t, [s.get("load1", float("nan")) for s in samples], color="black")
+        axes[2].set_ylabel("load average (1 min)")
+        axes[2].set_ylim(bottom=0)
+    axes[-1].set_xlabel("minutes")
+    cap = f", bank cap {total['bank_cap']} episodes" if total.get("bank_cap") else ""
+    fig.suptitle(f"soak: {total['replicas']} replica(s) on {total['storage']}{cap}, "
                  f"{total['clients']} clients, {total['requests']} requests, "
                  f"{total['errors']} errors")
     fig.tight_layout()

@@ -250,6 +250,30 @@ def test_soak(tmp_path: Path) -> None:
     assert "growth" in data["total"] and all("learned" in s for s in data["samples"])
 
 
+def test_soak_bounded(tmp_path: Path) -> None:
+    """``--bank-cap``: the bank is filled first, then pruned (unused:N) as the load runs."""
+    need("fastapi", "uvicorn", "httpx", "matplotlib")
+    env_pg = os.environ.pop("DELTAMEM_TEST_PG_URL", None)  # one SQLite replica: quick
+    try:
+        run("soak.py", "--minutes", "0.15", "--every", "2", "--clients", "2", "--bank-cap",
+            "20", "--prune-every", "2", "--out", "s", cwd=tmp_path)
+    finally:
+        if env_pg is not None:
+            os.environ["DELTAMEM_TEST_PG_URL"] = env_pg
+    data = json.loads((tmp_path / "s" / "soak.json").read_text())
+    res = data["total"]
+    assert res["errors"] == 0 and res["learns_not_accounted_for"] == 0
+    assert res["bank_cap"] == 20 and res["learns_answered_200"] > 20  # the fill, then the run
+    assert all("nodes" in s and "load1" in s for s in data["samples"])
+    st = res["steady"]
+    assert st["prunes"] >= 1 and st["nodes_pruned"] > 0
+    assert len(st["rss_mb_per_min_whole_run"]) == 1 and len(st["nodes_first_last_min_max"]) == 4
+    assert (tmp_path / "s" / "soak.png").exists()
+    run("soak.py", "--replot", "s", cwd=tmp_path)  # the steady figures again, prunes kept
+    again = json.loads((tmp_path / "s" / "soak.json").read_text())["total"]["steady"]
+    assert again["prunes"] == st["prunes"] and again["p99_ms_per_min"] == st["p99_ms_per_min"]
+
+
 SWEEP_SPEC = """
 out = "sweep-out"
 
