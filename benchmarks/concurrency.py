@@ -16,7 +16,7 @@ block of requests in the middle with HTTP 429 + Retry-After: it must lose no epi
 give the same games.
 
     python benchmarks/concurrency.py --games 60 --delay 0.5 --ns 1,4,16 --storm \\
-        --out /work/runs/i50/concurrency
+        --out runs/concurrency
     python benchmarks/concurrency.py --smoke     # 4 games, no delay, N = 1, 2
 
 Prints a table and writes ``results.json`` under ``--out`` (a temporary folder by default).

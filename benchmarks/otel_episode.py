@@ -7,7 +7,7 @@ DeltaMem, constrained ReAct agent) against the scripted loopback OpenAI-compatib
 OpenTelemetry SDK's in-memory exporter and prints each episode's tree: name, duration and
 the attributes that matter (GenAI conventions; no content, as by default).
 
-    python benchmarks/otel_episode.py --out /work/runs/i50/otel
+    python benchmarks/otel_episode.py --out runs/otel
     python benchmarks/otel_episode.py --smoke
 
 Needs the ``otel`` extra (``pip install 'deltamem[otel]'``). Writes ``spans.json`` (every

@@ -8,7 +8,7 @@ into an empty bank (:func:`deltamem.skills.import_skills`) and, for every task o
 household splits, compares the procedure each bank recalls (the steps the matched chain
 composes to, Eq. 7; ``None`` when nothing is recalled).
 
-    python benchmarks/skills_roundtrip.py --out /work/runs/i50/skills
+    python benchmarks/skills_roundtrip.py --out runs/skills
     python benchmarks/skills_roundtrip.py --smoke
 """
 
